@@ -1,0 +1,1 @@
+"""Review lab: one slow cross-encoder behind four ways of coping with overload."""

@@ -1,0 +1,1 @@
+"""HTTP routers: they translate requests into calls on the lab's parts, nothing more."""

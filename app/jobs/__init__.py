@@ -1,0 +1,1 @@
+"""Ticket jobs: their record, and the stores that keep them."""

@@ -1,0 +1,102 @@
+"""Builds the lab's long-lived parts in order and tears them down in reverse."""
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from app.cache import ResultCache
+from app.jobs.store import JobStore, MemoryJobStore
+from app.lane import InferenceLane
+from app.model import RerankerModel, Scorer, load_topics
+from app.settings import Settings
+from app.strategies.batched import MicroBatcher
+from app.strategies.limited import SeatGate
+from app.strategies.naive import NaiveRunner
+from app.strategies.tickets import TicketService
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Lab:
+    settings: Settings
+    manifest: dict[str, Any]
+    lane: InferenceLane
+    cache: ResultCache
+    naive: NaiveRunner
+    limited: SeatGate
+    batcher: MicroBatcher
+    tickets: TicketService
+    store: JobStore
+
+    @property
+    def healthy(self) -> bool:
+        return self.lane.alive and self.tickets.worker_alive
+
+
+def open_store(url: str, settings: Settings) -> JobStore:
+    if url.startswith("memory://"):
+        return MemoryJobStore(keep_s=settings.jobs_keep_s)
+    raise ValueError(f"unsupported LAB_JOB_STORE {url!r}; expected memory://")
+
+
+def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
+    model_dir = settings.resolved_model_dir()
+    model = RerankerModel(
+        model_dir,
+        load_topics(settings.topics_file),
+        intra_op_threads=settings.intra_op_threads,
+        max_tokens=settings.max_tokens,
+        chunk_pairs=settings.pair_chunk,
+    )
+    manifest = dict(model.manifest)
+    if manifest.get("weights") != "real":
+        log.warning(
+            "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
+            "See README, 'Real weights'.",
+            model_dir,
+        )
+    return model, manifest
+
+
+def warmup_text(settings: Settings) -> str:
+    samples = json.loads(settings.samples_file.read_text(encoding="utf-8"))
+    return str(samples[0]["text"])
+
+
+@asynccontextmanager
+async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
+    """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
+    if scorer is None:
+        scorer, manifest = load_scorer(settings)
+    else:
+        manifest = {"name": type(scorer).__name__, "weights": "fake"}
+    lane = InferenceLane(scorer)
+    lane.start()
+    store = open_store(settings.job_store, settings)
+    tickets: TicketService | None = None
+    try:
+        if settings.warmup:
+            await lane.run([warmup_text(settings)])
+        cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
+        tickets = TicketService(store, lane, cache, max_queued=settings.queue_max_jobs)
+        tickets.start()
+        yield Lab(
+            settings=settings,
+            manifest=manifest,
+            lane=lane,
+            cache=cache,
+            naive=NaiveRunner(scorer),
+            limited=SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s),
+            batcher=MicroBatcher(lane, window_s=settings.batch_window_s, max_size=settings.batch_max),
+            tickets=tickets,
+            store=store,
+        )
+    finally:
+        if tickets is not None:
+            await tickets.stop()
+        lane.stop()
+        await store.close()

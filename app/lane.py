@@ -1,0 +1,156 @@
+"""The one inference lane: a single thread that runs every inference of paths 2-4 in turn."""
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from app import metrics
+from app.model import Ranking, Scorer
+
+log = logging.getLogger(__name__)
+
+
+class DeadlinePassed(Exception):
+    """The job's deadline passed while it waited for the lane; it was never inferred."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneResult:
+    rankings: list[Ranking]
+    started_at: float  # time.monotonic() when inference began
+    queued_s: float  # time spent waiting for the lane itself
+    infer_s: float
+
+
+@dataclass(slots=True)
+class _Job:
+    texts: Sequence[str]
+    deadline: float | None
+    future: "Future[LaneResult]"
+    enqueued_at: float = field(default_factory=time.monotonic)
+
+
+class ServiceClock:
+    """Measured seconds per review, so hints (Retry-After, ETA) come from reality."""
+
+    def __init__(self, initial_s: float = 1.0, weight: float = 0.2) -> None:
+        self._per_review_s = initial_s
+        self._weight = weight
+        self.samples = 0
+
+    def observe(self, seconds: float, reviews: int) -> None:
+        per_review = seconds / max(reviews, 1)
+        if self.samples == 0:
+            self._per_review_s = per_review
+        else:
+            self._per_review_s += self._weight * (per_review - self._per_review_s)
+        self.samples += 1
+
+    @property
+    def per_review_s(self) -> float:
+        return self._per_review_s
+
+
+class InferenceLane:
+    """Owns the single inference thread and its FIFO; callers await `run`.
+
+    Work whose caller has gone (future cancelled) or whose deadline passed is skipped
+    when it reaches the front, and counted, instead of burning a second of CPU.
+    """
+
+    def __init__(self, scorer: Scorer, clock: ServiceClock | None = None) -> None:
+        self._scorer = scorer
+        self.clock = clock or ServiceClock()
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="inference-lane", daemon=True)
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.busy_since: float | None = None
+        self.current_batch = 0
+        self.skipped_gone = 0
+        self.skipped_deadline = 0
+        self.completed = 0
+        self.failed = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def pending_reviews(self) -> int:
+        """Reviews handed to the lane and not yet started: work ahead of anyone new."""
+        return self._pending
+
+    @property
+    def busy(self) -> bool:
+        return self.busy_since is not None
+
+    def remaining_s(self) -> float:
+        """Best guess of the time left on the inference running now (0 if idle)."""
+        started = self.busy_since
+        if started is None:
+            return 0.0
+        expected = self.clock.per_review_s * max(self.current_batch, 1)
+        return max(expected - (time.monotonic() - started), 0.0)
+
+    def backlog_s(self) -> float:
+        """Seconds of work already ahead of a newcomer: the running job plus the FIFO."""
+        return self.remaining_s() + self._pending * self.clock.per_review_s
+
+    def submit(self, texts: Sequence[str], deadline: float | None = None) -> "Future[LaneResult]":
+        job = _Job(texts=texts, deadline=deadline, future=Future())
+        with self._lock:
+            self._pending += len(texts)
+        self._queue.put(job)
+        return job.future
+
+    async def run(self, texts: Sequence[str], deadline: float | None = None) -> LaneResult:
+        """Infer on the lane; cancelling the awaiting task withdraws the job if not started."""
+        return await asyncio.wrap_future(self.submit(texts, deadline))
+
+    def _work(self) -> None:
+        while (job := self._queue.get()) is not None:
+            with self._lock:
+                self._pending -= len(job.texts)
+            if not job.future.set_running_or_notify_cancel():
+                self.skipped_gone += 1
+                metrics.LANE_SKIPPED.labels("gone").inc()
+                continue
+            started = time.monotonic()
+            if job.deadline is not None and started > job.deadline:
+                self.skipped_deadline += 1
+                metrics.LANE_SKIPPED.labels("deadline").inc()
+                job.future.set_exception(DeadlinePassed())
+                continue
+            self.current_batch = len(job.texts)
+            self.busy_since = started
+            metrics.LANE_BUSY.set(1)
+            try:
+                rankings = self._scorer.score(job.texts)
+                if len(rankings) != len(job.texts):
+                    raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
+            except Exception as exc:  # a bad job must never kill the lane
+                log.exception("inference failed")
+                self.failed += 1
+                job.future.set_exception(exc)
+            else:
+                finished = time.monotonic()
+                self.clock.observe(finished - started, len(job.texts))
+                self.completed += 1
+                job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
+            finally:
+                metrics.LANE_BUSY.set(0)
+                self.busy_since = None
+                self.current_batch = 0

@@ -1,0 +1,46 @@
+"""Assembles the lab: settings, lifespan, middleware, routers. `app.main:app` is the ASGI app."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from prometheus_client import make_asgi_app
+
+from app.api import info, predict, tickets
+from app.errors import install_error_handlers
+from app.lab import open_lab
+from app.middleware import LabMiddleware
+from app.model import Scorer
+from app.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -> FastAPI:
+    """Tests pass their own settings and a fake scorer; the server uses the environment."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_lab(settings, scorer) as lab:
+            app.state.lab = lab
+            yield
+            del app.state.lab
+
+    app = FastAPI(
+        title="리뷰 분석 과부하 실습 (review lab)",
+        description="One slow cross-encoder, four ways to cope with a crowd.",
+        version="1.0.0",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        openapi_url="/api/openapi.json",
+        redoc_url=None,
+    )
+    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(predict.router)
+    app.include_router(tickets.router)
+    app.include_router(info.router)
+    app.mount("/metrics", make_asgi_app())
+    return app
+
+
+app = create_app()

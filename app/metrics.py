@@ -1,0 +1,48 @@
+"""Prometheus metrics, all prefixed `review_`, in base units, with bounded labels only.
+
+Labels: `path` is one of naive|limited|batched|tickets; `reason` and `status` come from
+small fixed sets. Nothing per request or per client ever becomes a label.
+"""
+
+from prometheus_client import Counter, Gauge, Histogram
+
+PATHS = ("naive", "limited", "batched", "tickets")
+
+REQUESTS = Counter(
+    "review_requests_total", "Prediction requests answered, by path and HTTP status.", ["path", "status"]
+)
+IN_FLIGHT = Gauge("review_in_flight", "Requests being inferred right now (처리 중), by path.", ["path"])
+WAITING = Gauge("review_waiting", "Requests or jobs admitted and waiting for the lane (대기), by path.", ["path"])
+REJECTIONS = Counter(
+    "review_rejections_total",
+    "Requests refused, by path and reason (seats_full, waited_too_long, job_queue_full).",
+    ["path", "reason"],
+)
+WAIT_SECONDS = Histogram(
+    "review_wait_seconds",
+    "Time from arrival to the start of inference, by path.",
+    ["path"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
+)
+INFERENCE_SECONDS = Histogram(
+    "review_inference_seconds",
+    "Time one inference call took on the model, by path.",
+    ["path"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20),
+)
+BATCH_SIZE = Histogram("review_batch_size", "Reviews per batch on the batched path.", buckets=(1, 2, 3, 4, 5, 6, 7, 8))
+BATCHES_CLOSED = Counter("review_batches_total", "Batches formed, by why they closed (full or timer).", ["reason"])
+JOBS = Gauge("review_jobs", "Ticket jobs known to this process, by status.", ["status"])
+CACHE_HITS = Counter("review_cache_hits_total", "Predictions answered from the result cache, by path.", ["path"])
+LANE_BUSY = Gauge("review_lane_busy", "1 while the single inference lane is running a model call.")
+LANE_SKIPPED = Counter(
+    "review_lane_skipped_total", "Work dropped at the lane before inference, by reason (gone, deadline).", ["reason"]
+)
+
+for _path in PATHS:
+    IN_FLIGHT.labels(_path)
+    WAITING.labels(_path)
+    WAIT_SECONDS.labels(_path)
+    INFERENCE_SECONDS.labels(_path)
+for _reason in ("full", "timer"):
+    BATCHES_CLOSED.labels(_reason)

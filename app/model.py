@@ -1,0 +1,120 @@
+"""The cross-encoder: scores reviews against the topics with onnxruntime and tokenizers only."""
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    id: str
+    label: str
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicScore:
+    id: str
+    label: str
+    score: float
+
+
+Ranking = list[TopicScore]
+
+
+class Scorer(Protocol):
+    """What the lane needs from a model: one ranking per review, in order."""
+
+    def score(self, texts: Sequence[str]) -> list[Ranking]: ...
+
+
+def load_topics(path: Path) -> list[Topic]:
+    return [Topic(**item) for item in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def load_manifest(model_dir: Path) -> dict[str, Any]:
+    manifest_path = model_dir / "manifest.json"
+    if not manifest_path.exists():
+        return {"name": model_dir.name, "weights": "unknown"}
+    manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    return manifest
+
+
+class RerankerModel:
+    """bge-reranker-style cross-encoder over (topic, review) pairs.
+
+    A batch of N reviews becomes N x len(topics) pairs. Pairs are sorted by token length
+    and run in chunks padded only to their own longest pair, so one long review does not
+    make every short pair in its batch pay for padding.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        topics: Sequence[Topic],
+        *,
+        intra_op_threads: int = 1,
+        max_tokens: int = 512,
+        chunk_pairs: int = 24,
+    ) -> None:
+        if not (model_dir / "model.onnx").exists():
+            raise FileNotFoundError(f"no model.onnx in {model_dir}; run `just model` first")
+        self.model_dir = model_dir
+        self.topics = list(topics)
+        self.chunk_pairs = chunk_pairs
+        self.manifest = load_manifest(model_dir)
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        self.session = ort.InferenceSession(str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self.session.get_inputs()}
+
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
+        pad_id = self.tokenizer.token_to_id("<pad>")
+        self._pad_id = 1 if pad_id is None else pad_id
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of one (first topic, review) pair: what the lane pays for per pair."""
+        return len(self.tokenizer.encode(self.topics[0].query, text).ids)
+
+    def score(self, texts: Sequence[str]) -> list[Ranking]:
+        pairs = [(topic.query, text) for text in texts for topic in self.topics]
+        encodings = self.tokenizer.encode_batch(pairs)
+        lengths = [len(e.ids) for e in encodings]
+        # chunk_pairs == 0 pads the whole batch to its longest pair (kept to measure the cost).
+        size = self.chunk_pairs or len(pairs)
+        order = sorted(range(len(pairs)), key=lengths.__getitem__) if self.chunk_pairs else list(range(len(pairs)))
+        logits = np.empty(len(pairs), dtype=np.float32)
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            width = max(lengths[i] for i in chunk)
+            ids = np.full((len(chunk), width), self._pad_id, dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                ids[row, : lengths[i]] = encodings[i].ids
+                mask[row, : lengths[i]] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            (out,) = self.session.run(["logits"], feeds)
+            logits[chunk] = out.reshape(-1)
+        n = len(self.topics)
+        return [self._rank(logits[k * n : (k + 1) * n]) for k in range(len(texts))]
+
+    def _rank(self, logits: np.ndarray) -> Ranking:
+        scored = [
+            TopicScore(t.id, t.label, round(1.0 / (1.0 + math.exp(-float(x))), 6))
+            for t, x in zip(self.topics, logits, strict=True)
+        ]
+        return sorted(scored, key=lambda s: s.score, reverse=True)

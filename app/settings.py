@@ -1,0 +1,60 @@
+"""Every knob of the lab in one place, read from `LAB_*` environment variables."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = PROJECT_ROOT / "models"
+REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
+TWIN_MODEL_DIR = MODELS_DIR / "bge-reranker-base-twin-int8"
+
+
+class Settings(BaseSettings):
+    """Lab settings in base units; `Settings(limited_seats=2)` overrides one in a test."""
+
+    model_config = SettingsConfigDict(env_prefix="LAB_", extra="ignore")
+
+    # The model folder to serve; empty means "the real model if prepared, else the twin".
+    model_dir: Path | None = None
+    topics_file: Path = PROJECT_ROOT / "app" / "data" / "topics.json"
+    samples_file: Path = PROJECT_ROOT / "app" / "data" / "sample_reviews.json"
+    intra_op_threads: int = 1
+    max_tokens: int = 512
+    # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair.
+    pair_chunk: int = 24
+    # One inference at start-up, so the service clock starts from a measurement.
+    warmup: bool = True
+
+    # Path 2: one inference in flight plus this many waiting seats.
+    limited_seats: int = 4
+    limited_max_wait_s: float = 15.0
+
+    # Path 3: gather for this long after the first arrival, or until this many.
+    batch_window_s: float = 0.025
+    batch_max: int = 8
+
+    # Path 4: tickets waiting beyond this are refused with 429.
+    queue_max_jobs: int = 20
+    job_store: str = "memory://"
+    jobs_keep_s: float = 3600.0
+
+    cache_size: int = 1024
+    cache_ttl_s: float = 600.0
+
+    max_text_chars: int = 2000
+    max_body_bytes: int = 16_384
+
+    def resolved_model_dir(self) -> Path:
+        """The folder to serve: explicit setting first, then real weights, then the twin."""
+        if self.model_dir is not None:
+            return self.model_dir
+        if (REAL_MODEL_DIR / "model.onnx").exists():
+            return REAL_MODEL_DIR
+        return TWIN_MODEL_DIR
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,1 @@
+"""The four ways of coping with a crowd; each knows the lane, none knows onnxruntime."""

@@ -1,0 +1,99 @@
+"""Path 3: gather requests for a short window and run them as one inference on the lane."""
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from app import metrics
+from app.errors import InferenceFailed
+from app.lane import InferenceLane
+from app.model import Ranking
+
+PATH = "batched"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchedResult:
+    ranking: Ranking
+    batch_size: int
+    wait_s: float
+    infer_s: float
+
+
+@dataclass(slots=True)
+class _Waiter:
+    text: str
+    future: "asyncio.Future[BatchedResult]"
+    arrived: float = field(default_factory=time.monotonic)
+
+
+class MicroBatcher:
+    """Owns the open batch, its timer and one future per request.
+
+    A batch closes when it holds `max_size` requests ("full") or `window_s` after its
+    first arrival ("timer"). A failure is set on every waiter of the batch; a waiter
+    whose client went away before the batch closed is left out of it.
+    """
+
+    def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int) -> None:
+        self._lane = lane
+        self._window_s = window_s
+        self._max_size = max_size
+        self._open: list[_Waiter] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._running: set[asyncio.Task[None]] = set()
+        self.in_flight = 0
+        self.last_batch_size = 0
+
+    @property
+    def gathering(self) -> int:
+        return len(self._open)
+
+    async def run(self, text: str) -> BatchedResult:
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(text, loop.create_future())
+        self._open.append(waiter)
+        if len(self._open) >= self._max_size:
+            self._close("full")
+        elif self._timer is None:
+            self._timer = loop.call_later(self._window_s, self._close, "timer")
+        self._publish()
+        return await waiter.future
+
+    def _close(self, reason: str) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch = [w for w in self._open if not w.future.done()]
+        self._open = []
+        if not batch:
+            return
+        metrics.BATCHES_CLOSED.labels(reason).inc()
+        metrics.BATCH_SIZE.observe(len(batch))
+        task = asyncio.get_running_loop().create_task(self._infer(batch), name=f"batch-{reason}")
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _infer(self, batch: list[_Waiter]) -> None:
+        self.in_flight += len(batch)
+        self._publish()
+        try:
+            result = await self._lane.run([w.text for w in batch])
+        except Exception as exc:
+            failure = InferenceFailed(f"Inference failed for a batch of {len(batch)}: {exc}")
+            for w in batch:
+                if not w.future.done():
+                    w.future.set_exception(failure)
+            return
+        finally:
+            self.in_flight -= len(batch)
+            self._publish()
+        self.last_batch_size = len(batch)
+        for w, ranking in zip(batch, result.rankings, strict=True):
+            if not w.future.done():
+                wait_s = result.started_at - w.arrived
+                w.future.set_result(BatchedResult(ranking, len(batch), wait_s, result.infer_s))
+
+    def _publish(self) -> None:
+        metrics.IN_FLIGHT.labels(PATH).set(self.in_flight)
+        metrics.WAITING.labels(PATH).set(len(self._open))

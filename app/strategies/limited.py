@@ -1,0 +1,90 @@
+"""Path 2: one inference in flight, a few waiting seats, and an honest 'come back later'."""
+
+import asyncio
+import time
+
+from app import metrics
+from app.errors import BoxFull, InferenceFailed, WaitedTooLong
+from app.lane import DeadlinePassed, InferenceLane, LaneResult
+
+PATH = "limited"
+
+
+class SeatGate:
+    """Admits at most 1 + `seats` requests; the rest are refused at once with a hint.
+
+    `Retry-After` is the measured time until the last seat-holder ahead starts its
+    inference, i.e. when every seat will be free again, so the hint tracks reality.
+    """
+
+    def __init__(self, lane: InferenceLane, *, seats: int, max_wait_s: float) -> None:
+        self._lane = lane
+        self._seats = seats
+        self._max_wait_s = max_wait_s
+        self._slot = asyncio.Semaphore(1)
+        self._admitted = 0
+        self._in_flight = 0
+
+    @property
+    def capacity(self) -> int:
+        return 1 + self._seats
+
+    @property
+    def admitted(self) -> int:
+        return self._admitted
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def waiting(self) -> int:
+        return self._admitted - self._in_flight
+
+    def retry_after_s(self) -> float:
+        return self._lane.backlog_s() + self.waiting * self._lane.clock.per_review_s
+
+    async def run(self, text: str) -> tuple[LaneResult, float]:
+        """Infer one review; returns the lane result and the total wait before inference."""
+        if self._admitted >= self.capacity:
+            metrics.REJECTIONS.labels(PATH, "seats_full").inc()
+            raise BoxFull(
+                f"The box is full: 1 in flight and {self._seats} seats taken. Try again later.",
+                self.retry_after_s(),
+            )
+        arrived = time.monotonic()
+        deadline = arrived + self._max_wait_s
+        self._admitted += 1
+        self._publish()
+        try:
+            try:
+                async with asyncio.timeout(self._max_wait_s):
+                    await self._slot.acquire()
+            except TimeoutError:
+                raise self._waited_too_long() from None
+            self._in_flight += 1
+            self._publish()
+            try:
+                result = await self._lane.run([text], deadline=deadline)
+            except DeadlinePassed:
+                raise self._waited_too_long() from None
+            except Exception as exc:
+                raise InferenceFailed(f"Inference failed: {exc}") from exc
+            finally:
+                self._in_flight -= 1
+                self._slot.release()
+        finally:
+            self._admitted -= 1
+            self._publish()
+        return result, result.started_at - arrived
+
+    def _publish(self) -> None:
+        metrics.IN_FLIGHT.labels(PATH).set(self._in_flight)
+        metrics.WAITING.labels(PATH).set(self.waiting)
+
+    def _waited_too_long(self) -> WaitedTooLong:
+        metrics.REJECTIONS.labels(PATH, "waited_too_long").inc()
+        return WaitedTooLong(
+            f"Waited more than {self._max_wait_s:g} s for the model; the box is overloaded.",
+            self.retry_after_s(),
+        )

@@ -1,0 +1,70 @@
+"""Bad input gets a clear 4xx, never a 500, and never harms the lane."""
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.conftest import LabClientFactory
+from tests.fakes import GatedScorer
+
+URLS = ["/api/naive/predict", "/api/limited/predict", "/api/batched/predict", "/api/queue/jobs"]
+JSON = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ("{}", 422),  # missing text
+        ('{"text": ""}', 422),
+        ('{"text": "   "}', 422),
+        ('{"text": 123}', 422),
+        ('{"text": null}', 422),
+        ('{"text": ["a"]}', 422),
+        ('{"text": "좋아요", "extra": 1}', 422),
+        ('{"text": "' + "가" * 2001 + '"}', 422),  # over max_text_chars
+        ('{"text": ', 422),  # invalid JSON
+        ("[]", 422),
+        ("x" * 20_000, 413),  # over max_body_bytes
+    ],
+)
+async def test_bad_input_is_a_clear_4xx(lab_client: LabClientFactory, url: str, body: str, status: int) -> None:
+    scorer = GatedScorer(gated=False)
+    async with lab_client(scorer) as client:
+        response = await client.post(url, content=body.encode(), headers=JSON)
+        assert response.status_code == status
+        assert response.json()["detail"]
+        assert (await client.get("/health")).status_code == 200
+        ok = await client.post(url, json={"text": "그래도 잘 돼요"})
+        assert ok.status_code in (200, 202)
+    assert scorer.calls == [["그래도 잘 돼요"]] or url == "/api/queue/jobs"
+
+
+async def test_overlong_text_message_names_the_limit(lab_client: LabClientFactory) -> None:
+    async with lab_client(GatedScorer(gated=False), max_text_chars=10) as client:
+        response = await client.post("/api/limited/predict", json={"text": "가" * 11})
+    assert response.status_code == 422
+    assert "10" in response.json()["detail"]
+
+
+async def test_streamed_body_over_cap_is_413(lab_client: LabClientFactory) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(10):
+            yield b"x" * 4000
+
+    async with lab_client(GatedScorer(gated=False), max_body_bytes=16_384) as client:
+        response = await client.post("/api/limited/predict", content=chunks(), headers=JSON)
+    assert response.status_code == 413
+
+
+async def test_scorer_failure_is_503_and_lane_survives(lab_client: LabClientFactory) -> None:
+    scorer = GatedScorer(gated=False, fail_on="폭탄")
+    async with lab_client(scorer) as client:
+        boom = await client.post("/api/limited/predict", json={"text": "폭탄"})
+        assert boom.status_code == 503
+        assert boom.json()["error"] == "inference_failed"
+        naive = await client.post("/api/naive/predict", json={"text": "폭탄"})
+        assert naive.status_code == 503
+        fine = await client.post("/api/limited/predict", json={"text": "멀쩡해요"})
+        assert fine.status_code == 200
+        assert (await client.get("/health")).status_code == 200
