@@ -1,0 +1,50 @@
+# Review lab tasks. Run `.venv/bin/just` (or `just` inside the venv) to list them.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+export PATH := justfile_directory() / ".venv/bin:" + env("PATH")
+host := env("LAB_HOST", "127.0.0.1")
+port := env("LAB_PORT", "8000")
+real_model := "models/bge-reranker-base-int8/model.onnx"
+twin_model := "models/bge-reranker-base-twin-int8/model.onnx"
+
+# List the recipes.
+default:
+    @just --list --unsorted
+
+# Serve the lab on http://{{host}}:{{port}}: real weights if prepared, else the offline twin (built once).
+serve:
+    @if [ ! -f {{real_model}} ] && [ ! -f {{twin_model}} ]; then echo "No model yet: building the offline twin once (a few minutes)."; just twin; fi
+    uvicorn app.main:app --host {{host}} --port {{port}} --no-access-log --timeout-graceful-shutdown 30
+
+# Export BAAI/bge-reranker-base (hub, or LAB_MODEL_SOURCE=/local/snapshot) to int8 ONNX in models/.
+model:
+    python -m app.prepare real
+
+# Build the offline twin: bge-reranker-base's architecture with random weights (same cost, meaningless scores).
+twin:
+    python -m app.prepare twin
+
+# Regenerate the tiny test model committed under tests/assets/tiny-reranker.
+tiny-model:
+    python -m app.prepare tiny
+
+# Lint, type-check and run every test (installs Chromium and Prometheus from Debian if missing).
+test: _system-deps
+    ruff check app tests
+    ruff format --check app tests
+    mypy
+    pytest
+
+# Debian packages the browser and Prometheus tests need.
+_system-deps:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    missing=()
+    command -v chromium >/dev/null || missing+=(chromium)
+    command -v prometheus >/dev/null || missing+=(prometheus)
+    if [ ${#missing[@]} -gt 0 ]; then
+        sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -q
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
