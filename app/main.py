@@ -4,7 +4,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from prometheus_client import make_asgi_app
 
 from app.api import info, predict, tickets
 from app.errors import install_error_handlers
@@ -39,7 +38,6 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.include_router(predict.router)
     app.include_router(tickets.router)
     app.include_router(info.router)
-    app.mount("/metrics", make_asgi_app())
     return app
 
 

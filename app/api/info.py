@@ -4,7 +4,8 @@ from typing import Any
 
 import psutil
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import metrics
 from app.api.deps import get_lab
@@ -87,3 +88,9 @@ async def health(request: Request) -> JSONResponse:
     if lab is None or not lab.healthy:
         return JSONResponse({"status": "unhealthy"}, status_code=503)
     return JSONResponse({"status": "healthy", "weights": lab.manifest.get("weights")})
+
+
+@router.get("/metrics", include_in_schema=False)
+def prometheus_metrics() -> Response:
+    """The `review_*` metrics plus the default process metrics, for Prometheus to scrape."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

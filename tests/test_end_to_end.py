@@ -1,0 +1,75 @@
+"""Through real HTTP, a real uvicorn and the tiny ONNX model: every path answers as promised."""
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.server import LiveServer, live_server
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server(LAB_BATCH_WINDOW_S="0.2") as running:
+        yield running
+
+
+def timing(response: httpx.Response) -> dict[str, float]:
+    parts = (item.strip().split(";dur=") for item in response.headers["Server-Timing"].split(","))
+    return {name: float(value) for name, value in parts}
+
+
+def test_model_is_the_tiny_one_and_says_random(server: LiveServer) -> None:
+    model = httpx.get(f"{server.url}/api/model").json()
+    assert model["weights"] == "random" and model["random_weights"] is True
+    assert model["sha256"] and model["size_bytes"] > 0
+    assert model["intra_op_threads"] == 1
+    assert model["service_samples"] >= 1  # the warm-up inference was measured
+    assert "RANDOM weights" in server.log()
+
+
+@pytest.mark.parametrize("path", ["naive", "limited", "batched"])
+def test_predict_lists_all_24_topics_best_first(server: LiveServer, path: str) -> None:
+    response = httpx.post(f"{server.url}/api/{path}/predict", json={"text": f"{path}: 빵은 맛있는데 비싸요"})
+    assert response.status_code == 200
+    body = response.json()
+    scores = [t["score"] for t in body["topics"]]
+    assert len(scores) == 24 and scores == sorted(scores, reverse=True)
+    assert body["top"] == body["topics"][0]
+    assert response.headers["X-Cache"] == "miss"
+    assert timing(response)["infer"] > 0
+
+
+def test_batched_burst_shares_batches(server: LiveServer) -> None:
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            return await asyncio.gather(
+                *(client.post("/api/batched/predict", json={"text": f"배치 리뷰 {i}"}) for i in range(6))
+            )
+
+    responses = asyncio.run(burst())
+    sizes = [int(r.headers["X-Batch-Size"]) for r in responses]
+    assert all(r.status_code == 200 for r in responses)
+    assert max(sizes) > 1 and max(sizes) <= 8
+
+
+def test_ticket_goes_from_202_to_done(server: LiveServer) -> None:
+    submitted = httpx.post(f"{server.url}/api/queue/jobs", json={"text": "티켓으로 받은 리뷰"})
+    assert submitted.status_code == 202
+    ticket = submitted.json()
+    assert ticket["status"] == "queued" and ticket["position"] == 0 and ticket["eta_seconds"] > 0
+    deadline = time.monotonic() + 30
+    while (job := httpx.get(f"{server.url}{submitted.headers['Location']}").json())["status"] != "done":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.02)
+    assert len(job["result"]) == 24
+    assert job["inference_ms"] > 0
+
+
+def test_metrics_and_stats_are_served(server: LiveServer) -> None:
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert "review_requests_total" in metrics and "process_resident_memory_bytes" in metrics
+    stats = httpx.get(f"{server.url}/api/stats").json()
+    assert stats["process"]["rss_bytes"] > 0 and stats["lane"]["completed"] >= 1
