@@ -10,7 +10,7 @@ from typing import Any
 from app.cache import ResultCache
 from app.jobs.store import JobStore, MemoryJobStore
 from app.lane import InferenceLane
-from app.model import RerankerModel, Scorer, load_topics
+from app.model import RerankerModel, Scorer, SlowedScorer, load_topics
 from app.settings import Settings
 from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate
@@ -53,13 +53,18 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
         chunk_pairs=settings.pair_chunk,
     )
     manifest = dict(model.manifest)
+    scorer: Scorer = model
+    if settings.simulated_seconds_per_review > 0:
+        scorer = SlowedScorer(model, settings.simulated_seconds_per_review)
+        manifest["simulated_seconds_per_review"] = settings.simulated_seconds_per_review
+        log.warning("Simulating %.2f s per review on top of the model.", settings.simulated_seconds_per_review)
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
             "See README, 'Real weights'.",
             model_dir,
         )
-    return model, manifest
+    return scorer, manifest
 
 
 def warmup_text(settings: Settings) -> str:

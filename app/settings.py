@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     max_tokens: int = 512
     # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair.
     pair_chunk: int = 24
+    # Teaching knob: pad every inference to this many seconds per review (0 = off).
+    simulated_seconds_per_review: float = 0.0
     # One inference at start-up, so the service clock starts from a measurement.
     warmup: bool = True
 

@@ -73,3 +73,12 @@ def test_metrics_and_stats_are_served(server: LiveServer) -> None:
     assert "review_requests_total" in metrics and "process_resident_memory_bytes" in metrics
     stats = httpx.get(f"{server.url}/api/stats").json()
     assert stats["process"]["rss_bytes"] > 0 and stats["lane"]["completed"] >= 1
+
+
+def test_simulated_slow_box_pads_inference_time() -> None:
+    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW="0.3") as slow:
+        response = httpx.post(f"{slow.url}/api/limited/predict", json={"text": "느린 상자"})
+        model = httpx.get(f"{slow.url}/api/model").json()
+    assert response.status_code == 200
+    assert timing(response)["infer"] >= 300
+    assert model["simulated_seconds_per_review"] == 0.3

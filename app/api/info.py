@@ -77,6 +77,7 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
+        "simulated_seconds_per_review": manifest.get("simulated_seconds_per_review", 0.0),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,
     }
