@@ -1,6 +1,6 @@
 """Bursts on every path, sized so that every `review_*` metric gets real data.
 
-Run against a lab started with `BURST_SETTINGS`: a simulated slow box (0.25 s per review)
+Run against a lab started with `BURST_SETTINGS`: a simulated slow box (0.4 s per review)
 with few seats and a short queue, so refusals of every reason really happen.
 """
 
@@ -13,13 +13,14 @@ import httpx
 
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {
-    "LAB_SIMULATED_SECONDS_PER_REVIEW": "0.25",
-    # ②: 1 in flight + 2 seats; the 2nd seat-holder waits >= 0.5 s > 0.35 s, so it gets 503.
+    "LAB_SIMULATED_SECONDS_PER_REVIEW": "0.4",
+    # ②: 1 in flight + 2 seats; the 2nd seat-holder's turn comes >= 0.8 s after the first
+    # arrival, past its 0.5 s limit if it arrived within 0.3 s of the first: a 503.
     "LAB_LIMITED_SEATS": "2",
-    "LAB_LIMITED_MAX_WAIT_S": "0.35",
+    "LAB_LIMITED_MAX_WAIT_S": "0.5",
     # ③: 4 arrivals close one batch of 3 as "full"; the 4th closes its own by "timer".
     "LAB_BATCH_MAX": "3",
-    "LAB_BATCH_WINDOW_S": "0.2",
+    "LAB_BATCH_WINDOW_S": "0.5",
     # ④: 2 queued tickets at most; a burst of 6 overflows it.
     "LAB_QUEUE_MAX_JOBS": "2",
 }
@@ -33,6 +34,11 @@ class BurstReport:
     cache_hits: Counter[str] = field(default_factory=Counter)
     batch_sizes: list[int] = field(default_factory=list)
     jobs_done: int = 0
+
+    @property
+    def answered(self) -> int:
+        """Every answer the clients got: what `sum(review_requests_total)` must reach."""
+        return sum(sum(counter.values()) for counter in self.statuses.values())
 
     def record(self, path: str, response: httpx.Response) -> None:
         self.statuses.setdefault(path, Counter())[response.status_code] += 1
