@@ -42,6 +42,10 @@ test: _system-deps
     mypy
     pytest
 
+# Start the lab and a real Prometheus, burst every path, print each Grafana panel's query and values (--hold keeps them up).
+metrics *args:
+    python -m tests.metrics_tour {{args}}
+
 # Debian packages the browser and Prometheus tests need.
 _system-deps:
     #!/usr/bin/env bash
