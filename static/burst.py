@@ -26,9 +26,10 @@ import time
 import unicodedata
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from email.message import Message
-from typing import Any, Callable
+from typing import Any
 
 PATHS: dict[str, tuple[str, str]] = {
     "naive": ("① naive", "/api/naive/predict"),
