@@ -76,16 +76,22 @@ def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
 
 
 @pytest.fixture(scope="module")
-def fire(page: Page) -> Callable[[str], list[Row]]:
-    """Fire one burst per path at most once per module and return its rows (and a screenshot)."""
+def fire(page: Page) -> Callable[..., list[Row]]:
+    """Fire one burst per path at most once per module and return its rows (and a screenshot).
+
+    `while_running` is a JS condition that must hold at some moment before the burst ends.
+    """
     fired: dict[str, list[Row]] = {}
 
-    def fire_path(path: str) -> list[Row]:
+    def fire_path(path: str, while_running: str | None = None) -> list[Row]:
         if path not in fired:
             page.check(f"input[name=path][value={path}]")
+            page.check("input[name=mode][value=distinct]")
             page.fill("#burst-size", str(BURST))
             page.click("#fire")
             page.wait_for_selector(f"#rows[data-path={path}]")
+            if while_running is not None:
+                page.wait_for_function(while_running, timeout=60_000)
             page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"burst-{path}.png"), full_page=True)
@@ -130,7 +136,7 @@ def test_page_shows_random_weights_banner_live_box_and_links(page: Page) -> None
     assert {"/api/docs", "/api/stats", "/metrics"} <= set(hrefs)
 
 
-def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[[str], list[Row]]) -> None:
+def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[..., list[Row]]) -> None:
     rows = fire("naive")
     assert statuses(rows) == {"200": BURST}
     # Every inference takes at least SECONDS_PER_REVIEW, so a request that had to wait for one of the
@@ -140,7 +146,7 @@ def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[[
     assert_bars_follow_server_timing(rows)
 
 
-def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callable[[str], list[Row]]) -> None:
+def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callable[..., list[Row]]) -> None:
     rows = fire("limited")
     # Six requests reach the box first: 1 in flight + 4 seats are admitted, the sixth is refused. Each
     # refusal frees its connection within milliseconds, so the other six also arrive while every seat is
@@ -154,7 +160,7 @@ def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callabl
     assert_bars_follow_server_timing(rows)
 
 
-def test_batched_shares_inferences_within_what_the_browser_sends(fire: Callable[[str], list[Row]]) -> None:
+def test_batched_shares_inferences_within_what_the_browser_sends(fire: Callable[..., list[Row]]) -> None:
     rows = fire("batched")
     assert statuses(rows) == {"200": BURST}
     sizes = [int(r["batchSize"]) for r in rows]
@@ -163,8 +169,13 @@ def test_batched_shares_inferences_within_what_the_browser_sends(fire: Callable[
     assert_bars_follow_server_timing(rows)
 
 
-def test_tickets_follow_each_ticket_to_its_result(fire: Callable[[str], list[Row]]) -> None:
-    rows = fire("tickets")
+def test_tickets_follow_each_ticket_to_its_result(fire: Callable[..., list[Row]]) -> None:
+    # While queued, a row shows its live position and ETA (from following its ticket).
+    rows = fire(
+        "tickets",
+        while_running="""[...document.querySelectorAll("#rows tbody tr")].some(
+            (tr) => tr.dataset.jobStatus === "queued" && /앞에 [1-9]\\d*개 · 예상 [0-9.]+초/.test(tr.innerText))""",
+    )
     assert statuses(rows) == {"202": BURST}
     assert all(r["jobStatus"] == "done" for r in rows)
     for row in rows:
@@ -176,7 +187,24 @@ def test_tickets_follow_each_ticket_to_its_result(fire: Callable[[str], list[Row
     assert_bars_follow_server_timing(rows)
 
 
-def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callable[[str], list[Row]]) -> None:
+def test_repeated_review_is_answered_from_the_cache_the_second_time(page: Page) -> None:
+    def fire_same(n: int) -> list[Row]:
+        page.check("input[name=path][value=naive]")
+        page.check("input[name=mode][value=repeat]")
+        page.fill("#burst-size", str(n))
+        page.click("#fire")
+        page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
+        rows: list[Row] = page.evaluate(READ_ROWS)
+        return rows
+
+    fire_same(2)  # both may infer: nothing merges identical requests in flight
+    again = fire_same(BURST)
+    assert statuses(again) == {"200": BURST}
+    assert all(r["cache"] == "hit" and float(r["inferMs"]) == 0 and r["inferPx"] == 0 for r in again)
+    assert f"캐시 적중 {BURST}" in page.inner_text("#summary")
+
+
+def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callable[..., list[Row]]) -> None:
     for path in ("naive", "limited", "batched", "tickets"):
         fire(path)
     page.reload()
