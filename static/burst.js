@@ -258,12 +258,11 @@
     if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
     if (row.status === null) return el("td", { class: "status err", title: row.error }, "연결 오류");
     const cls = `status s${String(row.status)[0]}`;
-    const parts = [String(row.status)];
     let detail = "";
     if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
     if (row.error && row.status >= 400) detail = `${row.error}${detail ? " · " + detail : ""}`;
     if (row.ticket) detail = ticketDetail(row);
-    const cell = el("td", { class: cls }, parts.join(""));
+    const cell = el("td", { class: cls }, String(row.status));
     if (detail) cell.append(el("span", { class: "detail" }, detail));
     if (row.cache === "hit") cell.append(el("span", { class: "badge" }, "캐시"));
     if (row.batchSize) cell.append(el("span", { class: "badge" }, `묶음 ${row.batchSize}`));

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import math
 import random
@@ -107,7 +108,7 @@ class Answer:
     body: Any
 
 
-def http(method: str, url: str, payload: dict[str, Any] | None = None, timeout_s: float = 120.0) -> Answer:
+def request_json(method: str, url: str, payload: dict[str, Any] | None = None, timeout_s: float = 120.0) -> Answer:
     """One request on its own connection; HTTP errors (429, 503, …) are answers, not exceptions."""
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
@@ -147,10 +148,10 @@ def parse_server_timing(header: str | None) -> dict[str, float]:
 def fetch_reviews(base_url: str) -> list[str]:
     """The box's own sample reviews, or the built-in list if it cannot be reached."""
     try:
-        answer = http("GET", base_url + "/api/samples", timeout_s=5)
+        answer = request_json("GET", base_url + "/api/samples", timeout_s=5)
         texts = [str(item["text"]) for item in answer.body]
         return texts or FALLBACK_REVIEWS
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, http.client.HTTPException):
         return FALLBACK_REVIEWS
 
 
@@ -173,8 +174,8 @@ def follow_ticket(base_url: str, row: Row, job: dict[str, Any], timeout_s: float
         eta = job.get("eta_seconds")
         time.sleep(min(1.0, max(0.25, (eta if eta is not None else 0.5) / 2)))
         try:
-            answer = http("GET", f"{base_url}/api/queue/jobs/{job['job_id']}", timeout_s=30)
-        except OSError:
+            answer = request_json("GET", f"{base_url}/api/queue/jobs/{job['job_id']}", timeout_s=30)
+        except (OSError, http.client.HTTPException):
             continue  # a lost poll is retried; the job itself is safe on the box
         if answer.status != 200 or not isinstance(answer.body, dict):
             row.job_status, row.error = "failed", f"poll answered {answer.status}"
@@ -201,8 +202,8 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     url = base_url + PATHS[path][1]
     row.started_at = time.perf_counter()
     try:
-        answer = http("POST", url, {"text": row.text}, timeout_s=timeout_s)
-    except (OSError, ValueError) as exc:  # URLError, refused, reset, timeout, bad URL
+        answer = request_json("POST", url, {"text": row.text}, timeout_s=timeout_s)
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timeout, cut-off answer
         row.error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         row.round_trip_ms = (time.perf_counter() - row.started_at) * 1000
         return
@@ -376,12 +377,12 @@ def wait_until_idle(base_url: str, limit_s: float = 120.0) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         try:
-            stats = http("GET", base_url + "/api/stats", timeout_s=5).body
+            stats = request_json("GET", base_url + "/api/stats", timeout_s=5).body
             lane, jobs = stats["lane"], stats["jobs"]
             busy = sum(p.get("in_flight", 0) + p.get("waiting", 0) for p in stats["paths"].values())
             if not lane["busy"] and lane["pending_reviews"] == 0 and busy == 0 and not jobs.get("queued"):
                 return
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError, http.client.HTTPException):
             return  # no stats to read: do not block the student on them
         time.sleep(0.5)
 
