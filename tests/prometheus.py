@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from app.bench.serverproc import stop_process, wait_healthy
 from tests.server import ROOT, free_port
 
 CLASSROOM_CONFIG = ROOT / "grafana" / "prometheus.yml"
@@ -70,20 +71,6 @@ def prometheus_binary() -> str | None:
     return shutil.which("prometheus")
 
 
-def wait_ready(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 30.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"prometheus exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{url} never became ready")
-
-
 @contextmanager
 def running_prometheus(target: str) -> Iterator[PrometheusServer]:
     """`with running_prometheus("127.0.0.1:8000") as prom:` scrapes that lab with the classroom config.
@@ -117,16 +104,10 @@ def running_prometheus(target: str) -> Iterator[PrometheusServer]:
             )
         server = PrometheusServer(f"http://127.0.0.1:{port}", process, log_path)
         try:
-            wait_ready(server.url, process)
+            wait_healthy(server.url, process, limit_s=30, probe="/-/ready")
             yield server
         except BaseException:
             sys.stderr.write(f"--- prometheus log ---\n{server.log()}")
             raise
         finally:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_process(process, limit_s=15)
