@@ -1,6 +1,7 @@
 """A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model."""
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -53,7 +54,8 @@ def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 
 def live_server(**settings: str) -> Iterator[LiveServer]:
     """`with live_server(LAB_LIMITED_SEATS="2") as server:` runs uvicorn until the block ends."""
     port = free_port()
-    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), **settings}
+    data_dir = tempfile.mkdtemp(prefix="lab-server-data-")  # tickets default to a sqlite file of its own
+    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data_dir}/jobs.db", **settings}
     with tempfile.NamedTemporaryFile(prefix="lab-server-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(
@@ -79,3 +81,4 @@ def live_server(**settings: str) -> Iterator[LiveServer]:
                 process.kill()
                 process.wait()
         log_path.unlink(missing_ok=True)
+        shutil.rmtree(data_dir, ignore_errors=True)
