@@ -80,6 +80,8 @@ class TicketService:
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        # Loops also check this flag: redis-py can swallow a task's cancellation mid-command.
+        self._stopping = False
         self._running: tuple[Job, asyncio.Task[tuple[Ranking, float, float]]] | None = None
 
     # -- lifecycle of the service itself --------------------------------------------
@@ -96,6 +98,8 @@ class TicketService:
             )
 
     async def stop(self) -> None:
+        self._stopping = True
+        self._wakeup.set()
         for task in reversed(self._tasks):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -263,9 +267,8 @@ class TicketService:
         if not ours or current is None or current.attempts != job.attempts:
             inference.cancel()
 
-    @staticmethod
-    async def _every(interval_s: float, action: Callable[[], Awaitable[object]]) -> None:
-        while True:
+    async def _every(self, interval_s: float, action: Callable[[], Awaitable[object]]) -> None:
+        while not self._stopping:
             try:
                 await action()
             except Exception:  # a store hiccup must not end housekeeping for good
@@ -280,7 +283,7 @@ class TicketService:
         await self._publish()
 
     async def _work(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 job = await self._store.claim_next(self.owner, self._settings.job_lease_s, time.time())
             except Exception:
