@@ -233,13 +233,17 @@ class TicketService:
 
     async def _ticket(self, job: Job) -> Ticket:
         now = time.time()
-        if job.status is JobStatus.QUEUED:
+        for _ in range(3):  # claimed between our two reads: read it again
+            if job.status is not JobStatus.QUEUED:
+                break
             queued_ahead = await self._store.position(job.id)
-            if queued_ahead is not None:
-                running = (await self._store.counts())[JobStatus.RUNNING.value]
-                eta = self.eta_s(queued_ahead, await self._store.live_workers(now))
-                backing_off = job.run_at - now + self._lane.clock.per_review_s  # a retry waits out its backoff
-                return Ticket(job, running + queued_ahead, max(eta, backing_off))
+            if queued_ahead is None:
+                job = await self._store.get(job.id) or job
+                continue
+            running = (await self._store.counts())[JobStatus.RUNNING.value]
+            eta = self.eta_s(queued_ahead, await self._store.live_workers(now))
+            backing_off = job.run_at - now + self._lane.clock.per_review_s  # a retry waits out its backoff
+            return Ticket(job, running + queued_ahead, max(eta, backing_off))
         if job.status is JobStatus.RUNNING:
             if job.owner == self.owner:
                 return Ticket(job, None, self._lane.remaining_s())
