@@ -94,7 +94,9 @@ class TicketService:
         ]
         if self._webhooks is not None:
             self._tasks.append(
-                loop.create_task(self._every(self._settings.job_poll_s, self._webhooks.deliver_due), name="webhooks")
+                loop.create_task(
+                    self._every(self._settings.job_poll_s, self._webhooks.deliver_due), name="ticket-webhooks"
+                )
             )
 
     async def stop(self) -> None:
