@@ -32,11 +32,7 @@ INFERENCE_SECONDS = Histogram(
 )
 BATCH_SIZE = Histogram("review_batch_size", "Reviews per batch on the batched path.", buckets=(1, 2, 3, 4, 5, 6, 7, 8))
 BATCHES_CLOSED = Counter("review_batches_total", "Batches formed, by why they closed (full or timer).", ["reason"])
-JOBS = Gauge(
-    "review_jobs",
-    "Ticket jobs in the job store, by status (queued, running, done, failed, expired, canceled).",
-    ["status"],
-)
+JOBS = Gauge("review_jobs", "Ticket jobs known to this process, by status.", ["status"])
 CACHE_HITS = Counter("review_cache_hits_total", "Predictions answered from the result cache, by path.", ["path"])
 LANE_BUSY = Gauge("review_lane_busy", "1 while the single inference lane is running a model call.")
 LANE_SKIPPED = Counter(
@@ -50,5 +46,3 @@ for _path in PATHS:
     INFERENCE_SECONDS.labels(_path)
 for _reason in ("full", "timer"):
     BATCHES_CLOSED.labels(_reason)
-for _status in ("queued", "running", "done", "failed", "expired", "canceled"):
-    JOBS.labels(_status)
