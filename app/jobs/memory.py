@@ -4,7 +4,7 @@ import copy
 import itertools
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import claimed, empty_counts, is_due, is_overdue
+from app.jobs.store import QueueFull, claimed, empty_counts, is_due, is_overdue
 
 
 class MemoryJobStore:
@@ -20,9 +20,13 @@ class MemoryJobStore:
         self._seq = itertools.count(1)
         self._workers: dict[str, float] = {}
 
-    async def add(self, job: Job) -> tuple[Job, bool]:
+    async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         if job.idempotency_key is not None and job.idempotency_key in self._by_key:
             return copy.deepcopy(self._jobs[self._by_key[job.idempotency_key]]), False
+        if job.status is JobStatus.QUEUED and max_queued is not None:
+            queued = await self.queued_count()
+            if queued >= max_queued:
+                raise QueueFull(queued)
         job.seq = next(self._seq)
         self._jobs[job.id] = copy.deepcopy(job)
         if job.idempotency_key is not None:

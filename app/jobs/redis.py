@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from redis.asyncio import Redis
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import CLAIM_SCAN, empty_counts, is_overdue
+from app.jobs.store import CLAIM_SCAN, QueueFull, empty_counts, is_overdue
 
 DEFAULT_PREFIX = "lab:jobs"
 
@@ -47,8 +47,9 @@ local function index(id, old, new, seq, lease, finished, wstate, wnext)
 end
 """
 
-# ARGV: prefix, id, idempotency key or '', status, lease_until, finished_at, webhook_state,
-# webhook_next_at, then field/value pairs. Returns {1, seq} or {0, id holding the key}.
+# ARGV: prefix, id, idempotency key or '', max queued or '', status, lease_until, finished_at,
+# webhook_state, webhook_next_at, then field/value pairs.
+# Returns {1, seq}, {0, id holding the key} or {2, jobs queued} when the queue is full.
 LUA_ADD = (
     LUA_COMMON
     + """
@@ -57,11 +58,15 @@ if idem ~= '' then
   local held = redis.call('GET', prefix .. ':idem:' .. idem)
   if held then return {0, held} end
 end
+if ARGV[5] == 'queued' and ARGV[4] ~= '' then
+  local queued = redis.call('ZCARD', prefix .. ':queued')
+  if queued >= tonumber(ARGV[4]) then return {2, queued} end
+end
 local seq = redis.call('INCR', prefix .. ':seq')
 local key = jobkey(id)
-redis.call('HSET', key, 'seq', seq, unpack(ARGV, 9))
+redis.call('HSET', key, 'seq', seq, unpack(ARGV, 10))
 if idem ~= '' then redis.call('SET', prefix .. ':idem:' .. idem, id) end
-index(id, nil, ARGV[4], seq, ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+index(id, nil, ARGV[5], seq, ARGV[6], ARGV[7], ARGV[8], ARGV[9])
 return {1, seq}
 """
 )
@@ -208,10 +213,12 @@ class RedisJobStore:
             return None
         return Job.from_dict({name: json.loads(value) for name, value in raw.items()})
 
-    async def add(self, job: Job) -> tuple[Job, bool]:
-        args = [self.prefix, job.id, job.idempotency_key or "", *self._hints(job), *self._fields(job)]
-        created, value = await self._add(args=args)
-        if not created:
+    async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
+        args = [self.prefix, job.id, job.idempotency_key or "", _text(max_queued), *self._hints(job)]
+        outcome, value = await self._add(args=[*args, *self._fields(job)])
+        if outcome == 2:
+            raise QueueFull(int(value))
+        if outcome == 0:
             held = await self.get(str(value))
             assert held is not None, "an idempotency key points at a job that is gone"
             return held, False

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import CLAIM_SCAN, claimed, empty_counts, is_due, is_overdue
+from app.jobs.store import CLAIM_SCAN, QueueFull, claimed, empty_counts, is_due, is_overdue
 
 T = TypeVar("T")
 
@@ -110,12 +110,16 @@ class SqliteJobStore:
             row,
         )
 
-    async def add(self, job: Job) -> tuple[Job, bool]:
+    async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         def add(db: sqlite3.Connection) -> tuple[Job, bool]:
             if job.idempotency_key is not None:
                 held = self._select(db, "idempotency_key = ?", (job.idempotency_key,))
                 if held:
                     return held[0], False
+            if job.status is JobStatus.QUEUED and max_queued is not None:
+                queued = int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
+                if queued >= max_queued:
+                    raise QueueFull(queued)
             row = self._row(job)
             cursor = db.execute(
                 "INSERT INTO jobs (id, status, idempotency_key, lease_until, finished_at, webhook_state, "

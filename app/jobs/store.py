@@ -14,10 +14,20 @@ from app.jobs.models import Expect, Job, JobStatus
 CLAIM_SCAN = 200
 
 
+class QueueFull(Exception):
+    """`add` refused a queued job: `max_queued` jobs were already waiting."""
+
+    def __init__(self, queued: int) -> None:
+        super().__init__(f"{queued} jobs queued")
+        self.queued = queued
+
+
 class JobStore(Protocol):
-    async def add(self, job: Job) -> tuple[Job, bool]:
+    async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         """Store a new job and give it its `seq`. If its idempotency key is already
-        held, store nothing and return the job holding it, with created = False."""
+        held, store nothing and return the job holding it, with created = False.
+        A queued job is refused with QueueFull when `max_queued` already wait: checked
+        in the same atomic step as the insert, so a burst cannot slip past the cap."""
 
     async def get(self, job_id: str) -> Job | None: ...
 

@@ -19,7 +19,7 @@ from app.errors import IdempotencyConflict, InvalidJob, JobAlreadyFinished, JobN
 from app.jobs import lifecycle
 from app.jobs.keeper import JobKeeper
 from app.jobs.models import Expect, Job, JobStatus
-from app.jobs.store import JobStore
+from app.jobs.store import JobStore, QueueFull
 from app.jobs.webhooks import WebhookDispatcher, resolve_target
 from app.lane import InferenceLane
 from app.model import Ranking
@@ -148,10 +148,13 @@ class TicketService:
             return Ticket(stored, None, None, cache_hit=True) if created else await self._replay(stored, request)
         counts = await self._store.counts()
         queued, running = counts[JobStatus.QUEUED.value], counts[JobStatus.RUNNING.value]
-        if queued >= self._settings.queue_max_jobs:
+        try:
+            stored, created = await self._store.add(job, max_queued=self._settings.queue_max_jobs)
+        except QueueFull as full:
             metrics.REJECTIONS.labels(PATH, "job_queue_full").inc()
-            raise JobQueueFull(f"The ticket queue is full ({queued} waiting). Try again later.", self.eta_s(queued - 1))
-        stored, created = await self._store.add(job)
+            raise JobQueueFull(
+                f"The ticket queue is full ({full.queued} waiting). Try again later.", self.eta_s(full.queued - 1)
+            ) from None
         if not created:
             return await self._replay(stored, request)
         self._notify()

@@ -4,7 +4,7 @@ import asyncio
 import time
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import JobStore
+from app.jobs.store import JobStore, QueueFull
 from tests.jobs.conftest import StoreOpener
 
 LEASE_S = 30.0
@@ -188,3 +188,22 @@ async def test_jobs_survive_reopening_except_in_memory(store_opener: StoreOpener
         assert survived is None  # the lesson: memory dies with its process
     else:
         assert survived == job
+
+
+async def test_queue_cap_holds_under_a_concurrent_burst_from_two_boxes(
+    store: JobStore, store_opener: StoreOpener, store_url: str
+) -> None:
+    other = store if store_url == "memory://" else await store_opener()
+
+    async def try_add(box: JobStore, i: int) -> bool:
+        try:
+            await box.add(Job(text=f"폭주 {i}"), max_queued=3)
+        except QueueFull as full:
+            assert full.queued == 3
+            return False
+        return True
+
+    accepted = await asyncio.gather(*(try_add(store if i % 2 else other, i) for i in range(10)))
+    assert sum(accepted) == 3 and await store.queued_count() == 3
+    done, created = await store.add(Job(text="캐시", status=JobStatus.DONE, finished_at=time.time()), max_queued=3)
+    assert created and done.status is JobStatus.DONE  # only queued jobs count against the cap
