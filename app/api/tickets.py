@@ -1,17 +1,18 @@
-"""Path 4: submit a review for a ticket, ask how it stands, follow it as events, or cancel it."""
+"""Path 4: submit a review for a ticket, ask how it stands, follow it (or many) as events, or cancel it."""
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, StrictStr
 
 from app.api.deps import INPUT_ERRORS, get_lab, review_text
 from app.jobs.models import JobStatus, WebhookState
 from app.responses import ReviewIn, server_timing
-from app.strategies.tickets import JobRequest, Ticket
+from app.strategies.tickets import MAX_FOLLOWED_JOBS, JobMissing, JobRequest, Ticket
 
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
 MAX_IDEMPOTENCY_KEY_CHARS = 200
@@ -86,12 +87,34 @@ def ticket_headers(ticket: Ticket) -> dict[str, str]:
     return headers
 
 
-def sse_event(ticket: Ticket | None, event_id: int) -> str:
-    """One server-sent event: `status` with the GET body as data, or a keep-alive comment."""
-    if ticket is None:
+def sse_event(item: Ticket | JobMissing | None, event_id: int) -> str:
+    """One server-sent event: `status` with the GET body as data, `missing` for a job that does not
+    exist (any more), or a keep-alive comment."""
+    if item is None:
         return ": still waiting\n\n"
-    data = json.dumps(ticket_body(ticket), ensure_ascii=False)
+    if isinstance(item, JobMissing):
+        missing = {"job_id": item.job_id, "error": "job_not_found", "detail": f"No job with id {item.job_id!r}."}
+        return f"id: {event_id}\nevent: missing\ndata: {json.dumps(missing, ensure_ascii=False)}\n\n"
+    data = json.dumps(ticket_body(item), ensure_ascii=False)
     return f"id: {event_id}\nevent: status\ndata: {data}\n\n"
+
+
+def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None]) -> StreamingResponse:
+    """A text/event-stream of `items`, numbered; it ends when they do.
+
+    `items` is closed however the stream stops, so a client that left stops the work behind it.
+    """
+
+    async def stream() -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        event_id = 0
+        async with aclosing(items):
+            async for item in items:
+                event_id += item is not None
+                yield sse_event(item, event_id)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
 @router.post(
@@ -144,13 +167,28 @@ async def job_events(job_id: str, request: Request) -> StreamingResponse:
     """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
     tickets = get_lab(request).tickets
     await tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
+    return sse_response(tickets.follow(job_id))
 
-    async def stream() -> AsyncIterator[str]:
-        yield "retry: 1000\n\n"
-        event_id = 0
-        async for ticket in tickets.follow(job_id):
-            event_id += ticket is not None
-            yield sse_event(ticket, event_id)
 
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+@router.get(
+    "/events",
+    responses={
+        200: {"content": {"text/event-stream": {}}},
+        404: {"description": "None of the listed jobs exists"},
+        422: {"description": f"No job_id, or more than {MAX_FOLLOWED_JOBS}"},
+    },
+    summary="④ follow many tickets as one stream of server-sent events",
+)
+async def jobs_events(
+    request: Request,
+    job_id: Annotated[
+        list[str],
+        Query(min_length=1, max_length=MAX_FOLLOWED_JOBS, description="Repeat for each job: ?job_id=a&job_id=b"),
+    ],
+) -> StreamingResponse:
+    """The per-job `status` events of every listed job on one connection (each JSON has its `job_id`);
+    `event: missing` for a listed job that does not exist; the stream ends once every job is terminal.
+
+    A browser has only six connections per host: one stream per ticket would take them all.
+    """
+    return sse_response(await get_lab(request).tickets.follow_many(job_id))

@@ -8,9 +8,10 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from app import metrics
@@ -22,11 +23,13 @@ from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.store import JobStore, QueueFull
 from app.jobs.webhooks import WebhookDispatcher, resolve_target
 from app.lane import InferenceLane
+from app.merge import merged
 from app.model import Ranking
 from app.settings import Settings
 
 PATH = "tickets"
 MIN_TIME_IN_QUEUE_S = 1.0
+MAX_FOLLOWED_JOBS = 100  # one stream for a whole burst (the page fires at most 50)
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +53,13 @@ class Ticket:
     eta_seconds: float | None  # until this job is done
     cache_hit: bool = False
     replayed: bool = False  # answered from an earlier request with the same Idempotency-Key
+
+
+@dataclass(frozen=True, slots=True)
+class JobMissing:
+    """A followed job that does not exist (any more): never submitted, or already cleaned up."""
+
+    job_id: str
 
 
 class TicketService:
@@ -182,7 +192,7 @@ class TicketService:
                 return await self.status(job_id)
         raise JobAlreadyFinished(f"Job {job_id!r} kept changing; try again.")
 
-    async def follow(self, job_id: str, keepalive_s: float = 15.0) -> AsyncIterator[Ticket | None]:
+    async def follow(self, job_id: str, keepalive_s: float = 15.0) -> AsyncGenerator[Ticket | None, None]:
         """Each change of status, position or attempts, ending with the terminal state.
 
         Yields None after `keepalive_s` without a change, so a stream can show it is alive.
@@ -212,7 +222,38 @@ class TicketService:
             except TimeoutError:
                 pass
 
+    async def follow_many(
+        self, job_ids: Sequence[str], keepalive_s: float = 15.0
+    ) -> AsyncGenerator[Ticket | JobMissing | None, None]:
+        """`follow` for several jobs over one stream: every job's changes in its own order, ending
+        once each job is terminal or missing.
+
+        One stream instead of one per job, because a browser holds a connection per open stream and
+        has only six per host. Raises before anything streams if no listed job exists; an unknown job
+        among known ones is reported as JobMissing. Yields None after `keepalive_s` with no change at all.
+        """
+        wanted = list(dict.fromkeys(job_ids))  # a job listed twice is followed once
+        if not 1 <= len(wanted) <= MAX_FOLLOWED_JOBS:
+            raise InvalidJob(f"Follow between 1 and {MAX_FOLLOWED_JOBS} jobs at once; got {len(wanted)}.")
+        for job_id in wanted:
+            if await self._store.get(job_id) is not None:
+                break
+        else:
+            raise JobNotFound(f"None of the {len(wanted)} listed jobs exists.")
+        followers = [self._follow_to_end(job_id) for job_id in wanted]
+        return merged(followers, quiet_s=keepalive_s, name="ticket-follow")
+
     # -- internals ------------------------------------------------------------------
+
+    async def _follow_to_end(self, job_id: str) -> AsyncIterator[Ticket | JobMissing]:
+        """One job's changes; JobMissing if it vanishes (or never was) before a terminal state."""
+        last: Ticket | None = None
+        async for ticket in self.follow(job_id, keepalive_s=math.inf):  # the merged stream keeps alive
+            if ticket is not None:
+                last = ticket
+                yield ticket
+        if last is None or not last.job.status.terminal:
+            yield JobMissing(job_id)
 
     def _time_in_queue_s(self, asked: float | None) -> float:
         if asked is None:
