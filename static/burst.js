@@ -66,11 +66,22 @@
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  const TERMINAL = new Set(["done", "failed", "expired", "canceled"]);
+
   /**
-   * Follow one ticket until it is done or failed, calling onUpdate(job) with every new state
-   * (job has the API's fields plus `timing`, the parsed Server-Timing). Resolves with the last one.
-   * The one place that knows HOW a ticket is followed: today it polls GET /api/queue/jobs/{id};
-   * switching to EventSource(`/api/queue/jobs/${id}/events`) changes only this function.
+   * A ticket's JSON (from a GET or an event) as onUpdate gets it, plus `timing`: the parsed
+   * Server-Timing header if there is one, else the same numbers from the body (events have no headers).
+   */
+  function withTiming(job, serverTiming = null) {
+    const fromBody =
+      job.status === "done" && job.waited_ms != null ? { wait: job.waited_ms, infer: job.inference_ms ?? 0 } : null;
+    return { ...job, timing: parseServerTiming(serverTiming) || fromBody };
+  }
+
+  /**
+   * Follow one ticket by polling GET /api/queue/jobs/{id} until it ends, calling onUpdate(job) with
+   * every new state; resolves with the last one. Only the fallback: a burst follows all its tickets
+   * over one stream (followTickets), and polls only if that stream fails (e.g. a proxy that buffers it).
    */
   async function followTicket(id, onUpdate) {
     let failures = 0;
@@ -80,7 +91,7 @@
         const response = await fetch(`/api/queue/jobs/${encodeURIComponent(id)}`, { cache: "no-store" });
         const body = await response.json();
         if (!response.ok) return { job_id: id, status: "failed", error: body.error || `HTTP ${response.status}` };
-        job = { ...body, timing: parseServerTiming(response.headers.get("Server-Timing")) };
+        job = withTiming(body, response.headers.get("Server-Timing"));
         failures = 0;
       } catch (err) {
         if (++failures >= 5) return { job_id: id, status: "failed", error: String(err) };
@@ -88,14 +99,76 @@
         continue;
       }
       onUpdate(job);
-      if (job.status === "done" || job.status === "failed") return job;
+      if (TERMINAL.has(job.status)) return job;
       // Ask often when the ETA is near, seldom when it is far: every poll costs the box a little CPU.
       await sleep(Math.min(1000, Math.max(250, (job.eta_seconds ?? 0.5) * 500)));
     }
   }
 
-  /** One request of a burst; fills `row` as answers arrive and calls `changed()` after each step. */
-  async function fireOne(path, row, burstTag, t0, changed) {
+  /**
+   * Follow many tickets over ONE EventSource (GET /api/queue/events?job_id=…): a browser has six
+   * connections per host, and a stream per ticket would hold them all for the whole burst.
+   * `followers` maps job id → {onUpdate, resolve}; each is resolved with its job's last state.
+   * If the stream fails for good, the tickets still open fall back to polling (followTicket).
+   */
+  function followTickets(followers) {
+    const open = new Map(followers);
+    const query = [...open.keys()].map((id) => `job_id=${encodeURIComponent(id)}`).join("&");
+    const source = new EventSource(`/api/queue/events?${query}`);
+    let failures = 0;
+    const finish = (id, job) => {
+      const follower = open.get(id);
+      if (!follower) return;
+      open.delete(id);
+      follower.resolve(job);
+      if (!open.size) source.close(); // before the server ends the stream, so the browser never reconnects
+    };
+    source.addEventListener("status", (event) => {
+      failures = 0;
+      const job = withTiming(JSON.parse(event.data));
+      const follower = open.get(job.job_id);
+      if (!follower) return;
+      follower.onUpdate(job);
+      if (TERMINAL.has(job.status)) finish(job.job_id, job);
+    });
+    source.addEventListener("missing", (event) => {
+      const gone = JSON.parse(event.data);
+      finish(gone.job_id, { job_id: gone.job_id, status: "failed", error: gone.error });
+    });
+    source.addEventListener("error", () => {
+      // While CONNECTING the browser retries by itself, and the server then sends every job's state again.
+      if (source.readyState !== EventSource.CLOSED && ++failures < 3) return;
+      source.close();
+      for (const [id, { onUpdate, resolve }] of open) followTicket(id, onUpdate).then(resolve);
+      open.clear();
+    });
+  }
+
+  /**
+   * A burst's tickets, gathered as their 202s arrive; once every request of the burst has answered,
+   * all of them are followed over one stream. Each row calls follow() or skip() exactly once.
+   */
+  function ticketGathering(expected) {
+    const followers = new Map();
+    let answered = 0;
+    const answer = () => {
+      if (++answered === expected && followers.size) followTickets(followers);
+    };
+    return {
+      follow: (id, onUpdate) =>
+        new Promise((resolve) => {
+          followers.set(id, { onUpdate, resolve });
+          answer();
+        }),
+      skip: answer,
+    };
+  }
+
+  /**
+   * One request of a burst; fills `row` as answers arrive and calls `changed()` after each step.
+   * On ④, `tickets` (a ticketGathering) follows the ticket together with the rest of the burst.
+   */
+  async function fireOne(path, row, burstTag, t0, changed, tickets) {
     const url = new URL(`${PATHS[path].url}?burst=${burstTag}&i=${row.index}`, location.href).href;
     const started = performance.now();
     row.startMs = started - t0;
@@ -110,6 +183,7 @@
       });
       body = await response.json().catch(() => null);
     } catch (err) {
+      if (tickets) tickets.skip();
       row.state = "done";
       row.status = null;
       row.error = String(err);
@@ -140,20 +214,25 @@
         turnaroundMs: row.roundTripMs,
       };
       changed();
-      const final =
-        body.status === "done" || body.status === "failed"
-          ? { ...body, timing: parseServerTiming(response.headers.get("Server-Timing")) }
-          : await followTicket(body.job_id, (job) => {
-              row.ticket.jobStatus = job.status;
-              row.ticket.position = job.position;
-              row.ticket.liveEtaS = job.eta_seconds;
-              changed();
-            });
+      let final;
+      if (TERMINAL.has(body.status)) {
+        tickets.skip(); // answered from the cache: nothing to follow
+        final = withTiming(body, response.headers.get("Server-Timing"));
+      } else {
+        final = await tickets.follow(body.job_id, (job) => {
+          row.ticket.jobStatus = job.status;
+          row.ticket.position = job.position;
+          row.ticket.liveEtaS = job.eta_seconds;
+          changed();
+        });
+      }
       row.ticket.jobStatus = final.status;
       row.error = final.error || null;
       applyTiming(row, final.timing);
       if (final.waited_ms != null) row.ticket.actualS = (final.waited_ms + (final.inference_ms || 0)) / 1000;
       if (final.result && final.result.length) row.top = final.result[0].label;
+    } else if (tickets) {
+      tickets.skip();
     }
     row.totalMs = performance.now() - started;
     row.endMs = row.startMs + row.totalMs;
@@ -226,9 +305,14 @@
   /** Bar segments in drawing order, in milliseconds; what is not accounted for is "other". */
   function segments(row) {
     const browser = row.browserMs || 0;
-    const ticket = row.ticket ? Math.max(0, row.ticket.turnaroundMs - browser) : 0;
     const wait = row.waitMs || 0;
     const infer = row.inferMs || 0;
+    let ticket = row.ticket ? Math.max(0, row.ticket.turnaroundMs - browser) : 0;
+    // A job starts waiting the moment the server queues it, while its 202 is still on the way back:
+    // the two overlap, so the ticket segment keeps only what the server's wait does not already cover.
+    if (row.ticket && row.state === "done") {
+      ticket = Math.min(ticket, Math.max(0, row.totalMs - browser - wait - infer));
+    }
     const known = browser + ticket + wait + infer;
     const total = row.state === "done" ? row.totalMs : known;
     return [
@@ -278,6 +362,8 @@
     }
     if (t.jobStatus === "running") return "추론 중";
     if (t.jobStatus === "failed") return `실패 ${row.error || ""}`;
+    if (t.jobStatus === "expired") return "만료 (대기 시간 초과)";
+    if (t.jobStatus === "canceled") return "취소됨";
     const actual = t.actualS != null ? `실제 ${t.actualS.toFixed(1)}초` : "";
     return `완료 · ${[promised, actual].filter(Boolean).join(" / ")}`;
   }
@@ -509,7 +595,8 @@
     const t0 = performance.now();
     try {
       // All N fetches are issued in the same tick; the browser decides how many reach the server at once.
-      await Promise.all(burst.rows.map((row) => fireOne(path, row, burstTag, t0, scheduleRender)));
+      const tickets = path === "tickets" ? ticketGathering(burst.rows.length) : null;
+      await Promise.all(burst.rows.map((row) => fireOne(path, row, burstTag, t0, scheduleRender, tickets)));
     } finally {
       state.running = false;
       burst.running = false;
@@ -575,6 +662,6 @@
   renderCompare();
   loadSamples();
 
-  // For the console, and for whoever switches ticket-following to server-sent events.
-  window.reviewLab = { followTicket, parseServerTiming, summarize };
+  // For the console.
+  window.reviewLab = { followTicket, followTickets, parseServerTiming, summarize };
 })();

@@ -6,12 +6,13 @@ browser opens at most six connections to one server, and these tests assert what
 """
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
 
 from tests.server import ROOT, LiveServer, live_server
 
@@ -23,6 +24,7 @@ SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 SECONDS_PER_REVIEW = 0.5
 BURST = 12
 BROWSER_CONNECTIONS = 6  # Chromium's HTTP/1.1 limit per host
+EVENTS_STREAM = re.compile(r"/api/queue/events\?")
 
 # Every row's dataset, plus the rendered width of its track and of each bar segment.
 READ_ROWS = """() => {
@@ -76,7 +78,13 @@ def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
 
 
 @pytest.fixture(scope="module")
-def fire(page: Page) -> Callable[..., list[Row]]:
+def burst_requests() -> dict[str, list[str]]:
+    """Method and URL of every request the page made during each path's burst (filled by `fire`)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def fire(page: Page, burst_requests: dict[str, list[str]]) -> Callable[..., list[Row]]:
     """Fire one burst per path at most once per module and return its rows (and a screenshot).
 
     `while_running` is a JS condition that must hold at some moment before the burst ends.
@@ -85,20 +93,47 @@ def fire(page: Page) -> Callable[..., list[Row]]:
 
     def fire_path(path: str, while_running: str | None = None) -> list[Row]:
         if path not in fired:
-            page.check(f"input[name=path][value={path}]")
-            page.check("input[name=mode][value=distinct]")
-            page.fill("#burst-size", str(BURST))
-            page.click("#fire")
-            page.wait_for_selector(f"#rows[data-path={path}]")
-            if while_running is not None:
-                page.wait_for_function(while_running, timeout=60_000)
-            page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"burst-{path}.png"), full_page=True)
-            fired[path] = page.evaluate(READ_ROWS)
+            seen: list[str] = []
+
+            def record(request: Request) -> None:
+                seen.append(f"{request.method} {request.url}")
+
+            page.on("request", record)
+            try:
+                fired[path] = fire_burst(page, path, BURST, while_running)
+            finally:
+                page.remove_listener("request", record)
+            burst_requests[path] = seen
         return fired[path]
 
     return fire_path
+
+
+def fire_burst(
+    page: Page, path: str, size: int, while_running: str | None = None, *, shot: str | None = None
+) -> list[Row]:
+    """Fire a burst of `size` distinct reviews at `path`, wait until it is done, screenshot it, read its rows."""
+    page.check(f"input[name=path][value={path}]")
+    page.check("input[name=mode][value=distinct]")
+    page.fill("#burst-size", str(size))
+    page.click("#fire")
+    page.wait_for_selector(f"#rows[data-path={path}]")
+    if while_running is not None:
+        page.wait_for_function(while_running, timeout=60_000)
+    page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{shot or f'burst-{path}'}.png"), full_page=True)
+    rows: list[Row] = page.evaluate(READ_ROWS)
+    return rows
+
+
+def ticket_polls(requests: list[str]) -> list[str]:
+    """GETs of one ticket's status (not its events): what the page sends when it polls."""
+    return [r for r in requests if re.match(r"GET \S+/api/queue/jobs/[0-9a-f]+(\?|$)", r)]
+
+
+def ticket_streams(requests: list[str]) -> list[str]:
+    return [r for r in requests if "/events" in r]
 
 
 def statuses(rows: list[Row]) -> dict[str, int]:
@@ -169,7 +204,9 @@ def test_batched_shares_inferences_within_what_the_browser_sends(fire: Callable[
     assert_bars_follow_server_timing(rows)
 
 
-def test_tickets_follow_each_ticket_to_its_result(fire: Callable[..., list[Row]]) -> None:
+def test_tickets_follow_each_ticket_to_its_result(
+    fire: Callable[..., list[Row]], burst_requests: dict[str, list[str]]
+) -> None:
     # While queued, a row shows its live position and ETA (from following its ticket).
     rows = fire(
         "tickets",
@@ -185,6 +222,12 @@ def test_tickets_follow_each_ticket_to_its_result(fire: Callable[..., list[Row]]
     # One lane, one job at a time: the last ticket really waited for the others.
     assert max(float(r["actualS"]) for r in rows) >= 0.9 * BURST * SECONDS_PER_REVIEW
     assert_bars_follow_server_timing(rows)
+    # All of it came over ONE stream for the whole burst, not a poll or a connection per ticket.
+    requests = burst_requests["tickets"]
+    streams = ticket_streams(requests)
+    assert len(streams) == 1 and "/api/queue/events?" in streams[0]
+    assert streams[0].count("job_id=") == BURST
+    assert ticket_polls(requests) == []
 
 
 def test_repeated_review_is_answered_from_the_cache_the_second_time(page: Page) -> None:
@@ -219,3 +262,28 @@ def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callab
     restored = page.evaluate(READ_ROWS)
     assert statuses(restored) == {"200": 5, "429": 7}
     page.screenshot(path=str(SCREENSHOTS / "burst-compare.png"), full_page=True)
+
+
+def test_tickets_fall_back_to_polling_when_the_stream_fails(page: Page) -> None:
+    # Last in the module: this small burst replaces the saved ④ burst that the comparison reads.
+    seen: list[str] = []
+
+    def record(request: Request) -> None:
+        seen.append(f"{request.method} {request.url}")
+
+    def refuse(route: Route) -> None:  # what a proxy that will not stream might answer
+        route.fulfill(status=502, body="no streaming here")
+
+    page.route(EVENTS_STREAM, refuse)
+    page.on("request", record)
+    try:
+        rows = fire_burst(page, "tickets", 3, shot="burst-tickets-polling")
+    finally:
+        page.remove_listener("request", record)
+        page.unroute(EVENTS_STREAM, refuse)
+    assert statuses(rows) == {"202": 3}
+    assert all(r["jobStatus"] == "done" and "실제" in r["shown"] for r in rows)
+    assert len(ticket_streams(seen)) == 1
+    polled = {re.sub(r"\?.*", "", r.rsplit("/", 1)[1]) for r in ticket_polls(seen)}
+    assert len(polled) == 3  # every ticket was followed by polling instead
+    assert_bars_follow_server_timing(rows)
