@@ -29,6 +29,12 @@ twin:
 tiny-model:
     python -m app.prepare tiny
 
+# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes static/bench/).
+bench:
+    @if [ ! -f {{twin_model}} ]; then just twin; fi
+    python -m app.bench.batching
+    python -m app.bench.bursts
+
 # Lint, type-check and run every test (installs Chromium and Prometheus from Debian if missing).
 test: _system-deps
     ruff check app tests

@@ -1,27 +1,20 @@
 """A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model."""
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+from app.bench.serverproc import free_port, wait_healthy
+
+__all__ = ["LiveServer", "free_port", "live_server"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -32,21 +25,6 @@ class LiveServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 60.0) -> None:
-    """Poll /health until it answers 200; fail at once if the process died."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{url} never became healthy")
 
 
 @contextmanager

@@ -1,0 +1,1 @@
+"""Client-side measuring tools (benchmarks, load); never imported by the server."""
