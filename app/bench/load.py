@@ -57,12 +57,15 @@ class LoadConfig:
     url: str
     path: str
     mode: str  # "open" or "closed"
-    rate: float = 0.0  # open loop: requests per second
+    rate: float = 0.0  # open loop: requests per second, or
+    burst: int = 0  # open loop: this many at once every `every_s`
+    every_s: float = 10.0
     concurrency: int = 0  # closed loop: clients
     duration_s: float = 10.0
     drain_s: float = 120.0  # after the sending window, how long to wait for answers
     retry_once: bool = False  # after a 429/503 with Retry-After, wait it out and try once more
     text_chars: int = 0  # 0: sample reviews; N: reviews padded to N characters
+    follow_tickets: bool = True  # False: a 202 is the end of it (to pile up a queue)
 
 
 @dataclass
@@ -152,7 +155,7 @@ class Runner:
             outcome.wait_ms, outcome.infer_ms = timing_of(response)
             if "X-Batch-Size" in response.headers:
                 outcome.batch_size = int(response.headers["X-Batch-Size"])
-            if response.status_code == 202 and "Location" in response.headers:
+            if response.status_code == 202 and "Location" in response.headers and self.config.follow_tickets:
                 await self._follow_ticket(response, outcome)
         elif outcome.category == "other_status":
             outcome.detail = response.text[:200]
@@ -200,11 +203,17 @@ class Runner:
             await asyncio.sleep(first.retry_after_s)
             await self.one(self.now(), retry=True)
 
+    def schedule(self) -> list[float]:
+        """When each request is due: evenly spaced at `rate`, or `burst` at a time every `every_s`."""
+        config = self.config
+        if config.burst:
+            waves = max(1, math.ceil(config.duration_s / config.every_s))
+            return [wave * config.every_s for wave in range(waves) for _ in range(config.burst)]
+        return [i / config.rate for i in range(math.floor(config.duration_s * config.rate))]
+
     async def open_loop(self) -> None:
-        interval = 1.0 / self.config.rate
         tasks: list[asyncio.Task[None]] = []
-        for i in range(math.floor(self.config.duration_s * self.config.rate)):
-            due = i * interval
+        for due in self.schedule():
             delay = due - self.now()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -217,6 +226,8 @@ class Runner:
                 outcome = await self.one(self.now())
                 if outcome.category.startswith("rejected") and outcome.retry_after_s is not None:
                     await asyncio.sleep(outcome.retry_after_s)  # obey the hint instead of hammering
+                elif outcome.status == 0:
+                    await asyncio.sleep(1.0)  # the server is gone or choking: do not spin
 
         await self._drain([asyncio.create_task(client()) for _ in range(self.config.concurrency)])
 
@@ -342,7 +353,11 @@ def draw_chart(result: LoadResult, png: Path) -> None:
     top.set_ylabel("latency (s)")
     top.set_yscale("symlog", linthresh=0.1)
     top.legend(loc="upper left", fontsize=8)
-    load = f"{config.rate:g}/s open loop" if config.mode == "open" else f"{config.concurrency} clients closed loop"
+    load = f"{config.concurrency} clients closed loop"
+    if config.mode == "open" and config.burst:
+        load = f"bursts of {config.burst} every {config.every_s:g} s"
+    elif config.mode == "open":
+        load = f"{config.rate:g}/s open loop"
     top.set_title(f"{config.path}: {load}, {config.duration_s:g} s")
     seconds = math.ceil(max([o.due_at + o.latency_s for o in result.outcomes] or [1.0]))
     bins = list(range(seconds + 1))
@@ -371,7 +386,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[LoadConfig, Path]:
     parser.add_argument("--path", default="limited", help="naive|limited|batched|tickets, or a URL path to POST to")
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--rate", type=float, help="open loop: requests per second")
+    load.add_argument("--burst", type=int, help="open loop: this many at once every --every seconds")
     load.add_argument("--concurrency", type=int, help="closed loop: concurrent clients")
+    parser.add_argument("--every", type=float, default=10.0, help="seconds between bursts")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of sending")
     parser.add_argument("--drain", type=float, default=120.0, help="seconds to wait for answers afterwards")
     parser.add_argument("--retry-once", action="store_true", help="open loop: retry a 429/503 once after Retry-After")
@@ -381,8 +398,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[LoadConfig, Path]:
     config = LoadConfig(
         url=args.url,
         path=args.path,
-        mode="open" if args.rate else "closed",
+        mode="closed" if args.concurrency else "open",
         rate=args.rate or 0.0,
+        burst=args.burst or 0,
+        every_s=args.every,
         concurrency=args.concurrency or 0,
         duration_s=args.duration,
         drain_s=args.drain,
