@@ -1,9 +1,9 @@
 """Shared request plumbing: the lab object and a validated review text."""
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
 
 from app.errors import InvalidReview
 from app.lab import Lab
@@ -35,6 +35,22 @@ def arrived_at(request: Request) -> float:
 
 ReviewText = Annotated[str, Depends(review_text)]
 INPUT_ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"description": "Body could not be decoded (not UTF-8)"},
     413: {"description": "Body over the size cap"},
     422: {"description": "Blank, overlong or malformed review"},
 }
+
+
+def document_review_limits(app: FastAPI, max_text_chars: int) -> None:
+    """Put the configured text limit into the OpenAPI document, so clients and fuzzers see the real contract."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            text = schema["components"]["schemas"]["ReviewIn"]["properties"]["text"]
+            text["maxLength"] = max_text_chars
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

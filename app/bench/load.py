@@ -146,7 +146,9 @@ class Runner:
             response = await self.client.post(self.url_path, json={"text": text})
         except httpx.TimeoutException as exc:
             return self._record(Outcome(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
-        except httpx.HTTPError as exc:
+        except httpx.ConnectError as exc:  # nobody listening (yet, or any more)
+            return self._record(Outcome(due_at, self.now() - due_at, "connect_refused", retry=retry, detail=repr(exc)))
+        except httpx.HTTPError as exc:  # the connection broke mid-request
             return self._record(Outcome(due_at, self.now() - due_at, "transport_error", retry=retry, detail=repr(exc)))
         outcome = Outcome(due_at, self.now() - due_at, category_of(response.status_code), response.status_code, retry)
         if "Retry-After" in response.headers:

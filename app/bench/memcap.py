@@ -75,6 +75,15 @@ class MemoryCgroup:
     def usage_bytes(self) -> int:
         return int(self._file("memory.usage_in_bytes", "memory.current").read_text())
 
+    def anon_bytes(self) -> int:
+        """Process memory proper (anonymous pages), without the page cache the group is also charged for."""
+        key = "total_rss" if self.version == 1 else "anon"
+        for line in (self.path / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+        return 0
+
     def peak_bytes(self) -> int:
         peak = self._file("memory.max_usage_in_bytes", "memory.peak")
         return int(peak.read_text()) if peak.exists() else 0
@@ -148,6 +157,7 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="memory-watch", daemon=True)
         self.samples: list[tuple[float, int, int]] = []  # (monotonic, group usage, server RSS)
+        self.peak_anon = 0
 
     def __enter__(self) -> "MemoryWatch":
         self._thread.start()
@@ -169,6 +179,7 @@ class MemoryWatch:
                 rss = 0
             try:
                 usage = self._group.usage_bytes()
+                self.peak_anon = max(self.peak_anon, self._group.anon_bytes())
             except OSError:
                 usage = 0
             self.samples.append((time.monotonic(), usage, rss))

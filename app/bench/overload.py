@@ -174,6 +174,7 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
             "summary": summary,
             "cgroup_peak_mib": mib(group.peak_bytes()),
             "rss_peak_mib": mib(watch.peak_rss),
+            "anon_peak_mib": mib(watch.peak_anon),
             "cap_mib": mib(LAB_CAP_BYTES),
             "limit_hits": group.limit_hits(),
             "oom_kills": group.oom_kills(),
@@ -248,14 +249,15 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "## Memory under the 1.2 GiB cap",
         "",
         "| scenario | load | requests (sent = categories) | ok p50 / p99 (s) | cgroup peak (MiB) | "
-        "RSS peak (MiB) | OOM kills | server after |",
-        "|---|---|---|---|---|---|---|---|",
+        "anon peak (MiB) | RSS peak (MiB) | OOM kills | server after |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in (r for r in rows if r["group"] == "memory"):
         s = row["summary"]
         lines.append(
             f"| {row['name']} | {row['what']} | {counts_cell(s)} | {fmt(s['ok_latency_s']['p50'])} / "
-            f"{fmt(s['ok_latency_s']['p99'])} | {fmt(row['cgroup_peak_mib'])} | {fmt(row['rss_peak_mib'])} | "
+            f"{fmt(s['ok_latency_s']['p99'])} | {fmt(row['cgroup_peak_mib'])} | {fmt(row.get('anon_peak_mib'))} | "
+            f"{fmt(row['rss_peak_mib'])} | "
             f"{row['oom_kills']} | {'alive' if row['server_alive_after'] else 'DEAD'} "
             f"(exit {row['server_exit_code']}) |"
         )

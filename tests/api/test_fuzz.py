@@ -1,0 +1,29 @@
+"""Fuzz every operation from the lab's own OpenAPI document: never a 500, and the lane survives.
+
+Bounded (a few dozen examples per operation) and against a fake scorer, so it runs in CI.
+Cases it found are kept as ordinary tests in test_bad_input.py.
+"""
+
+from typing import Any
+
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import Case
+
+from app.lab import Lab
+from app.main import create_app
+from app.settings import Settings
+from tests.fakes import GatedScorer
+
+app = create_app(Settings(warmup=False, batch_window_s=0.001), GatedScorer(gated=False))
+schema = schemathesis.openapi.from_asgi("/api/openapi.json", app)
+
+
+@schema.parametrize()
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_api_never_answers_500_and_the_lane_lives(case: Case[Any]) -> None:
+    response = case.call()
+    assert response.status_code < 500 or response.status_code == 503, (response.status_code, response.text)
+    case.validate_response(response)
+    lab: Lab = app.state.lab
+    assert lab.lane.alive and lab.tickets.worker_alive
