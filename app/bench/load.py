@@ -278,6 +278,20 @@ def latency_summary(values: list[float]) -> dict[str, float | None]:
     return {f"p{q}": percentile(values, q) for q in (50, 90, 99)} | {"max": max(values) if values else None}
 
 
+def finished_at(o: Outcome) -> float:
+    """When the answer existed: for a ticket, when its job finished (not when a poll noticed)."""
+    return o.due_at + (o.actual_s if o.actual_s is not None else o.latency_s)
+
+
+def useful_lane_s_in_window(o: Outcome, window_s: float) -> float:
+    """Lane-seconds this answer's inference spent inside [0, window]: a batch's time is split among its reviews."""
+    if not o.infer_ms:
+        return 0.0
+    end = finished_at(o)
+    start = end - o.infer_ms / 1000
+    return max(0.0, min(end, window_s) - max(start, 0.0)) / (o.batch_size or 1)
+
+
 def summarize(result: LoadResult) -> dict[str, Any]:
     """Counts that add up, latency percentiles, useful throughput against lane capacity, honest hints."""
     config, outcomes = result.config, result.outcomes
@@ -287,8 +301,9 @@ def summarize(result: LoadResult) -> dict[str, Any]:
     # Lane-seconds each served review cost: a batch's inference is shared by its reviews.
     costs = [(o.infer_ms or 0.0) / 1000 / (o.batch_size or 1) for o in ok if o.infer_ms]
     capacity = len(costs) / sum(costs) if costs and sum(costs) > 0 else None
-    in_window = [o for o in ok if o.due_at + o.latency_s <= config.duration_s]
+    in_window = [o for o in ok if finished_at(o) <= config.duration_s]
     useful = len(in_window) / config.duration_s
+    busy = sum(useful_lane_s_in_window(o, config.duration_s) for o in ok)
     batched = config.path == "batched"
     summary: dict[str, Any] = {
         "sent": len(outcomes),
@@ -299,6 +314,8 @@ def summarize(result: LoadResult) -> dict[str, Any]:
         "useful_per_s": round(useful, 3),
         "lane_capacity_per_s": None if capacity is None else round(capacity, 3),
         "useful_vs_capacity": None if capacity is None else round(useful / capacity, 3),
+        # The same question without edge effects: the share of the window the lane spent on answers delivered.
+        "useful_lane_share": round(busy / config.duration_s, 3) if costs else None,
         "mean_batch": round(sum(o.batch_size or 1 for o in ok) / len(ok), 2) if batched and ok else None,
     }
     etas = [(o.eta_s, o.actual_s) for o in ok if o.eta_s is not None and o.actual_s is not None]

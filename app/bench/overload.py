@@ -267,8 +267,9 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "fast refusals, nothing lost)",
         "",
         "| path | rate (req/s) | requests (sent = categories) | unexplained | useful (req/s) | lane capacity "
-        "(req/s) | useful / capacity | refusal p50 / p99 (s) | ok p50 / p99 (s) | lane skipped | peak (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "(req/s) | useful / capacity | lane busy on answers | refusal p50 / p99 (s) | ok p50 / p99 (s) | "
+        "lane skipped | peak (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in (r for r in rows if r["group"] == "overload"):
         s = row["summary"]
@@ -276,6 +277,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append(
             f"| {row['path']} | {fmt(row['rate_per_s'])} | {counts_cell(s)} | {s['unexplained']} | "
             f"{fmt(s['useful_per_s'])} | {fmt(s['lane_capacity_per_s'])} | {fmt(s['useful_vs_capacity'])} | "
+            f"{fmt(s.get('useful_lane_share'))} | "
             f"{fmt(s['rejection_latency_s']['p50'])} / {fmt(s['rejection_latency_s']['p99'])} | "
             f"{fmt(s['ok_latency_s']['p50'])} / {fmt(s['ok_latency_s']['p99'])} | "
             f"{lane.get('skipped')} | {fmt(row['cgroup_peak_mib'])} |"
