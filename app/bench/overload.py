@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.load import LoadConfig, run_load, write_result
+from app.bench.load import LoadConfig, LoadResult, Outcome, run_load, write_result
 from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
 from app.settings import PROJECT_ROOT, Settings
 
@@ -321,6 +321,23 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def resummarized(result_json: Path) -> dict[str, Any]:
+    """Recompute a scenario's summary from its saved outcomes (after the summary learned something new)."""
+    saved = json.loads(result_json.read_text(encoding="utf-8"))
+    result = LoadResult(
+        LoadConfig(**saved["config"]),
+        saved["started"],
+        [Outcome(**o) for o in saved["outcomes"]],
+        saved["server_before"],
+        saved["server_after"],
+        saved["wall_s"],
+    )
+    summary = result.summary()
+    saved["summary"] = summary
+    result_json.write_text(json.dumps(saved, indent=1, ensure_ascii=False), encoding="utf-8")
+    return summary
+
+
 def merged_with_earlier(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rerunning some scenarios (`--only`) replaces their rows and keeps the others' (each row is dated)."""
     fresh = {row["name"]: row for row in rows}
@@ -348,6 +365,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.render_only:
         saved = json.loads((args.out / "overload.json").read_text(encoding="utf-8"))
         saved["meta"]["sharing"] = args.sharing or saved["meta"]["sharing"]
+        for row in saved["rows"]:
+            row["summary"] = resummarized(args.out / f"overload-{row['name']}.json")
         (args.out / "overload.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
         (args.out / "overload.md").write_text(render(saved["rows"], saved["meta"]), encoding="utf-8")
         return
