@@ -25,6 +25,10 @@ model:
 twin:
     python -m app.prepare twin
 
+# Fire N reviews at once at a path (naive|limited|batched|tickets; default: all four in turn): just burst http://127.0.0.1:8000 12
+burst url n="12" path="all":
+    python3 static/burst.py {{url}} {{n}} {{path}}
+
 # Regenerate the tiny test model committed under tests/assets/tiny-reranker.
 tiny-model:
     python -m app.prepare tiny
@@ -37,10 +41,15 @@ bench:
 
 # Lint, type-check and run every test (installs Chromium and Prometheus from Debian if missing).
 test: _system-deps
-    ruff check app tests
-    ruff format --check app tests
+    ruff check app tests static/burst.py
+    ruff format --check app tests static/burst.py
     mypy
+    mypy static/burst.py
     pytest
+
+# Start the lab and a real Prometheus, burst every path, print each Grafana panel's query and values (--hold keeps them up).
+metrics *args:
+    python -m tests.metrics_tour {{args}}
 
 # Debian packages the browser and Prometheus tests need.
 _system-deps:
@@ -49,6 +58,7 @@ _system-deps:
     missing=()
     command -v chromium >/dev/null || missing+=(chromium)
     command -v prometheus >/dev/null || missing+=(prometheus)
+    [ -d /usr/share/fonts/truetype/nanum ] || missing+=(fonts-nanum)  # Korean glyphs in browser screenshots
     if [ ${#missing[@]} -gt 0 ]; then
         sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
         $sudo apt-get update -q

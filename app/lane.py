@@ -5,7 +5,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -32,6 +32,7 @@ class _Job:
     texts: Sequence[str]
     deadline: float | None
     future: "Future[LaneResult]"
+    on_start: Callable[[], None] | None = None
     enqueued_at: float = field(default_factory=time.monotonic)
 
 
@@ -109,16 +110,21 @@ class InferenceLane:
         """Seconds of work already ahead of a newcomer: the running job plus the FIFO."""
         return self.remaining_s() + self._pending * self.clock.per_review_s
 
-    def submit(self, texts: Sequence[str], deadline: float | None = None) -> "Future[LaneResult]":
-        job = _Job(texts=texts, deadline=deadline, future=Future())
+    def submit(
+        self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
+    ) -> "Future[LaneResult]":
+        """`on_start` is called on the lane thread when inference begins (never for skipped work)."""
+        job = _Job(texts=texts, deadline=deadline, future=Future(), on_start=on_start)
         with self._lock:
             self._pending += len(texts)
         self._queue.put(job)
         return job.future
 
-    async def run(self, texts: Sequence[str], deadline: float | None = None) -> LaneResult:
+    async def run(
+        self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
+    ) -> LaneResult:
         """Infer on the lane; cancelling the awaiting task withdraws the job if not started."""
-        return await asyncio.wrap_future(self.submit(texts, deadline))
+        return await asyncio.wrap_future(self.submit(texts, deadline, on_start))
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
@@ -138,6 +144,8 @@ class InferenceLane:
             self.busy_since = started
             metrics.LANE_BUSY.set(1)
             try:
+                if job.on_start is not None:
+                    job.on_start()
                 rankings = self._scorer.score(job.texts)
                 if len(rankings) != len(job.texts):
                     raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")

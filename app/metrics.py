@@ -6,6 +6,8 @@ small fixed sets. Nothing per request or per client ever becomes a label.
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from app.jobs.models import JobStatus
+
 PATHS = ("naive", "limited", "batched", "tickets")
 
 REQUESTS = Counter(
@@ -42,10 +44,32 @@ CLIENT_GONE = Counter(
     "review_client_gone_total", "Requests withdrawn because their client disconnected while waiting, by path.", ["path"]
 )
 
+# The answers each path is built to give, and the reasons it may refuse. Every such series
+# is created at 0 at import: Prometheus' rate() cannot see the increments that happened
+# before a series' first scrape, so a lazily created 429 counter would hide the first burst.
+EXPECTED_STATUSES = {
+    "naive": ("200",),
+    "limited": ("200", "429", "503"),
+    "batched": ("200",),
+    "tickets": ("202", "429"),
+}
+REJECTION_REASONS = {"limited": ("seats_full", "waited_too_long"), "tickets": ("job_queue_full",)}
+BATCH_CLOSE_REASONS = ("full", "timer")
+LANE_SKIP_REASONS = ("gone", "deadline")
+
 for _path in PATHS:
     IN_FLIGHT.labels(_path)
     WAITING.labels(_path)
     WAIT_SECONDS.labels(_path)
     INFERENCE_SECONDS.labels(_path)
-for _reason in ("full", "timer"):
+    CACHE_HITS.labels(_path)
+    for _status in EXPECTED_STATUSES[_path]:
+        REQUESTS.labels(_path, _status)
+    for _reason in REJECTION_REASONS.get(_path, ()):
+        REJECTIONS.labels(_path, _reason)
+for _reason in BATCH_CLOSE_REASONS:
     BATCHES_CLOSED.labels(_reason)
+for _reason in LANE_SKIP_REASONS:
+    LANE_SKIPPED.labels(_reason)
+for _job_status in JobStatus:
+    JOBS.labels(_job_status.value)

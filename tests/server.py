@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.bench.serverproc import free_port, wait_healthy
+from app.bench.serverproc import free_port, stop_process, wait_healthy
 
 __all__ = ["LiveServer", "free_port", "live_server"]
 
@@ -49,11 +49,5 @@ def live_server(**settings: str) -> Iterator[LiveServer]:
         sys.stderr.write(server.log())
         raise
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, limit_s=15)
         log_path.unlink(missing_ok=True)

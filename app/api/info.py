@@ -39,7 +39,7 @@ async def stats(request: Request) -> dict[str, Any]:
             },
             "batched": {
                 "in_flight": batcher.in_flight,
-                "waiting": batcher.gathering,
+                "waiting": batcher.waiting,
                 "last_batch": batcher.last_batch_size,
                 "skipped_gone": batcher.skipped_gone,
             },
@@ -93,6 +93,14 @@ async def health(request: Request) -> JSONResponse:
 
 
 @router.get("/metrics", include_in_schema=False)
-def prometheus_metrics() -> Response:
-    """The `review_*` metrics plus the default process metrics, for Prometheus to scrape."""
+async def prometheus_metrics(request: Request) -> Response:
+    """The `review_*` metrics plus the default process metrics, for Prometheus to scrape.
+
+    Job counts are read from the store at scrape time: the store is the truth (jobs added
+    from the cache, jobs forgotten after `jobs_keep_s`), whatever the ticket worker last published.
+    """
+    lab = getattr(request.app.state, "lab", None)
+    if lab is not None:
+        for status, count in (await lab.store.counts()).items():
+            metrics.JOBS.labels(status).set(count)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

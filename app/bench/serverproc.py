@@ -35,13 +35,8 @@ class ServerProcess:
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process is not None:
+            stop_process(self._process)
 
 
 def free_port() -> int:
@@ -51,16 +46,28 @@ def free_port() -> int:
         return port
 
 
-def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 60.0) -> None:
-    """Poll /health until it answers 200; fail at once if the process died."""
+def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 60.0, probe: str = "/health") -> None:
+    """Poll `url + probe` until it answers 200; fail at once if the process died."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{probe}", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.05)
-    raise TimeoutError(f"{url} never became healthy")
+    raise TimeoutError(f"{url}{probe} never answered 200")
+
+
+def stop_process(process: "subprocess.Popen[bytes]", limit_s: float = 30.0) -> None:
+    """SIGTERM (a graceful shutdown), then SIGKILL if it does not exit in time."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -2,6 +2,7 @@
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app import metrics
@@ -47,13 +48,19 @@ class MicroBatcher:
         self._open: list[_Waiter] = []
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[None]] = set()
-        self.in_flight = 0
+        self.on_lane = 0  # closed batches handed to the lane, started or not
+        self.in_flight = 0  # of those, the ones the lane is inferring now
         self.last_batch_size = 0
         self.skipped_gone = 0
 
     @property
     def gathering(self) -> int:
         return len(self._open)
+
+    @property
+    def waiting(self) -> int:
+        """Still gathering, or closed but queued behind other work on the lane."""
+        return len(self._open) + self.on_lane - self.in_flight
 
     def predicted_wait_s(self) -> float:
         """The lane's backlog plus the open batch, at the measured seconds per review."""
@@ -88,6 +95,7 @@ class MicroBatcher:
             metrics.LANE_SKIPPED.labels("gone").inc(gone)
         self._open = []
         if not batch:
+            self._publish()
             return
         metrics.BATCHES_CLOSED.labels(reason).inc()
         metrics.BATCH_SIZE.observe(len(batch))
@@ -96,9 +104,21 @@ class MicroBatcher:
         task.add_done_callback(self._running.discard)
 
     async def _infer(self, batch: list[_Waiter]) -> None:
-        self.in_flight += len(batch)
+        loop = asyncio.get_running_loop()
+        started = finished = False
+
+        def begin() -> None:  # on the loop, when the lane starts this batch
+            nonlocal started
+            if not finished:
+                started = True
+                self.in_flight += len(batch)
+                self._publish()
+
+        self.on_lane += len(batch)
         self._publish()
-        lane_job = asyncio.ensure_future(self._lane.run([w.text for w in batch]))
+        lane_job = asyncio.ensure_future(
+            self._lane.run([w.text for w in batch], on_start=lambda: self._on_loop(loop, begin))
+        )
 
         def withdraw_if_all_gone(_: object) -> None:
             if all(w.future.done() for w in batch):
@@ -119,7 +139,10 @@ class MicroBatcher:
                     w.future.set_exception(failure)
             return
         finally:
-            self.in_flight -= len(batch)
+            finished = True
+            self.on_lane -= len(batch)
+            if started:
+                self.in_flight -= len(batch)
             self._publish()
         self.last_batch_size = len(batch)
         for w, ranking in zip(batch, result.rankings, strict=True):
@@ -127,6 +150,11 @@ class MicroBatcher:
                 wait_s = result.started_at - w.arrived
                 w.future.set_result(BatchedResult(ranking, len(batch), wait_s, result.infer_s))
 
+    @staticmethod
+    def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        """The lane calls back from its own thread; the counters belong to the event loop."""
+        loop.call_soon_threadsafe(callback)
+
     def _publish(self) -> None:
         metrics.IN_FLIGHT.labels(PATH).set(self.in_flight)
-        metrics.WAITING.labels(PATH).set(len(self._open))
+        metrics.WAITING.labels(PATH).set(self.waiting)

@@ -1,0 +1,580 @@
+// The burst page: fire N reviews at one path at once, draw one timing bar per request from what the
+// server says (Server-Timing) and what the browser measured (round trip, time queued in the browser),
+// and keep the last burst of each path so the four can be compared without firing again.
+"use strict";
+
+(function () {
+  const PATHS = {
+    naive: { label: "① naive", url: "/api/naive/predict" },
+    limited: { label: "② limited", url: "/api/limited/predict" },
+    batched: { label: "③ batched", url: "/api/batched/predict" },
+    tickets: { label: "④ tickets", url: "/api/queue/jobs" },
+  };
+  const STORE_KEY = "review-lab.last-bursts.v1";
+  const MAX_BURST = 50;
+  // Used only if /api/samples cannot be read; the box normally supplies its own 60 reviews.
+  const FALLBACK_SAMPLES = [
+    "빵이 맛있어요!", "커피가 너무 써요..", "사장님 친절하세요", "주차가 불편해요ㅠ",
+    "가격이 좀 비싸요", "매장 깨끗하고 좋아요", "줄이 너무 길어요", "포장이 꼼꼼해요",
+  ];
+
+  // ---------------------------------------------------------------- measuring
+  // Each burst fetch has a unique URL (?burst=…&i=…), so its PerformanceResourceTiming entry can be
+  // found again: requestStart - startTime is the time the request sat inside the browser (waiting for
+  // one of the six connections, plus connection setup) before a byte went to the server.
+  const timingWaiters = new Map();
+  const timingEarly = new Map();
+  performance.setResourceTimingBufferSize(2000);
+  performance.addEventListener("resourcetimingbufferfull", () => performance.clearResourceTimings());
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const resolve = timingWaiters.get(entry.name);
+      if (resolve) {
+        timingWaiters.delete(entry.name);
+        resolve(entry);
+      } else if (entry.name.includes("burst=")) {
+        timingEarly.set(entry.name, entry);
+      }
+    }
+  }).observe({ type: "resource" });
+
+  function resourceTiming(url, limitMs = 3000) {
+    const early = timingEarly.get(url);
+    if (early) {
+      timingEarly.delete(url);
+      return Promise.resolve(early);
+    }
+    return new Promise((resolve) => {
+      timingWaiters.set(url, resolve);
+      setTimeout(() => {
+        if (timingWaiters.delete(url)) resolve(null);
+      }, limitMs);
+    });
+  }
+
+  /** `wait;dur=12.5, infer;dur=980.1` → {wait: 12.5, infer: 980.1} (milliseconds); null if absent. */
+  function parseServerTiming(header) {
+    if (!header) return null;
+    const timing = {};
+    for (const metric of header.split(",")) {
+      const [name, ...params] = metric.trim().split(";");
+      const dur = params.map((p) => p.trim()).find((p) => p.startsWith("dur="));
+      if (name && dur) timing[name.trim()] = Number(dur.slice(4));
+    }
+    return timing;
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * Follow one ticket until it is done or failed, calling onUpdate(job) with every new state
+   * (job has the API's fields plus `timing`, the parsed Server-Timing). Resolves with the last one.
+   * The one place that knows HOW a ticket is followed: today it polls GET /api/queue/jobs/{id};
+   * switching to EventSource(`/api/queue/jobs/${id}/events`) changes only this function.
+   */
+  async function followTicket(id, onUpdate) {
+    let failures = 0;
+    for (;;) {
+      let job;
+      try {
+        const response = await fetch(`/api/queue/jobs/${encodeURIComponent(id)}`, { cache: "no-store" });
+        const body = await response.json();
+        if (!response.ok) return { job_id: id, status: "failed", error: body.error || `HTTP ${response.status}` };
+        job = { ...body, timing: parseServerTiming(response.headers.get("Server-Timing")) };
+        failures = 0;
+      } catch (err) {
+        if (++failures >= 5) return { job_id: id, status: "failed", error: String(err) };
+        await sleep(500);
+        continue;
+      }
+      onUpdate(job);
+      if (job.status === "done" || job.status === "failed") return job;
+      // Ask often when the ETA is near, seldom when it is far: every poll costs the box a little CPU.
+      await sleep(Math.min(1000, Math.max(250, (job.eta_seconds ?? 0.5) * 500)));
+    }
+  }
+
+  /** One request of a burst; fills `row` as answers arrive and calls `changed()` after each step. */
+  async function fireOne(path, row, burstTag, t0, changed) {
+    const url = new URL(`${PATHS[path].url}?burst=${burstTag}&i=${row.index}`, location.href).href;
+    const started = performance.now();
+    row.startMs = started - t0;
+    let response;
+    let body = null;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ text: row.text }),
+        cache: "no-store",
+      });
+      body = await response.json().catch(() => null);
+    } catch (err) {
+      row.state = "done";
+      row.status = null;
+      row.error = String(err);
+      row.totalMs = performance.now() - started;
+      row.endMs = row.startMs + row.totalMs;
+      changed();
+      return;
+    }
+    row.roundTripMs = performance.now() - started;
+    const entry = await resourceTiming(url);
+    row.browserMs = entry && entry.requestStart > 0 ? Math.max(0, entry.requestStart - entry.startTime) : null;
+    row.status = response.status;
+    row.retryAfter = response.headers.get("Retry-After");
+    row.cache = response.headers.get("X-Cache");
+    const batch = response.headers.get("X-Batch-Size");
+    row.batchSize = batch === null ? null : Number(batch);
+    row.error = body && body.error ? body.error : null;
+    applyTiming(row, parseServerTiming(response.headers.get("Server-Timing")));
+    if (body && body.top) row.top = body.top.label;
+
+    if (path === "tickets" && response.status === 202 && body) {
+      row.state = "ticket";
+      row.ticket = {
+        id: body.job_id,
+        etaS: body.eta_seconds,
+        position: body.position,
+        jobStatus: body.status,
+        turnaroundMs: row.roundTripMs,
+      };
+      changed();
+      const final =
+        body.status === "done" || body.status === "failed"
+          ? { ...body, timing: parseServerTiming(response.headers.get("Server-Timing")) }
+          : await followTicket(body.job_id, (job) => {
+              row.ticket.jobStatus = job.status;
+              row.ticket.position = job.position;
+              row.ticket.liveEtaS = job.eta_seconds;
+              changed();
+            });
+      row.ticket.jobStatus = final.status;
+      row.error = final.error || null;
+      applyTiming(row, final.timing);
+      if (final.waited_ms != null) row.ticket.actualS = (final.waited_ms + (final.inference_ms || 0)) / 1000;
+      if (final.result && final.result.length) row.top = final.result[0].label;
+    }
+    row.totalMs = performance.now() - started;
+    row.endMs = row.startMs + row.totalMs;
+    row.state = "done";
+    changed();
+  }
+
+  function applyTiming(row, timing) {
+    if (!timing) return;
+    if (timing.wait !== undefined) row.waitMs = timing.wait;
+    if (timing.infer !== undefined) row.inferMs = timing.infer;
+  }
+
+  // ---------------------------------------------------------------- summarising
+  function quantile(sorted, q) {
+    if (!sorted.length) return null;
+    return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  }
+
+  function isServed(row) {
+    return row.ticket ? row.ticket.jobStatus === "done" : row.status === 200;
+  }
+
+  /** Counts by status, p50/p95 of the served requests' time to an answer, throughput, mean batch. */
+  function summarize(burst) {
+    const counts = {};
+    for (const row of burst.rows) {
+      const key = row.status === null || row.status === undefined ? "오류" : String(row.status);
+      counts[key] = (counts[key] || 0) + 1;
+    }
+    const served = burst.rows.filter(isServed);
+    const totals = served.map((r) => r.totalMs).sort((a, b) => a - b);
+    const durationMs = Math.max(0, ...burst.rows.map((r) => r.endMs || 0));
+    const batches = burst.rows.filter((r) => r.batchSize).map((r) => r.batchSize);
+    const inferred = served.filter((r) => r.cache !== "hit" && !(r.ticket && r.inferMs === 0));
+    const etaRows = burst.rows.filter((r) => r.ticket && r.ticket.actualS != null && r.ticket.etaS != null);
+    return {
+      counts,
+      served: served.length,
+      size: burst.rows.length,
+      p50Ms: quantile(totals, 0.5),
+      p95Ms: quantile(totals, 0.95),
+      durationMs,
+      throughput: durationMs > 0 ? served.length / (durationMs / 1000) : null,
+      meanBatch: batches.length ? batches.reduce((a, b) => a + b, 0) / batches.length : inferred.length ? 1 : null,
+      cacheHits: burst.rows.filter((r) => r.cache === "hit").length,
+      etaLateS: etaRows.length
+        ? etaRows.reduce((a, r) => a + (r.ticket.actualS - r.ticket.etaS), 0) / etaRows.length
+        : null,
+    };
+  }
+
+  // ---------------------------------------------------------------- drawing
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
+    return ms < 1000 ? `${Math.round(ms)}ms` : `${(ms / 1000).toFixed(2)}초`;
+  }
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) {
+      if (key === "class") node.className = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else node.setAttribute(key, value);
+    }
+    node.append(...children.filter((c) => c !== null && c !== undefined));
+    return node;
+  }
+
+  /** Bar segments in drawing order, in milliseconds; what is not accounted for is "other". */
+  function segments(row) {
+    const browser = row.browserMs || 0;
+    const ticket = row.ticket ? Math.max(0, row.ticket.turnaroundMs - browser) : 0;
+    const wait = row.waitMs || 0;
+    const infer = row.inferMs || 0;
+    const known = browser + ticket + wait + infer;
+    const total = row.state === "done" ? row.totalMs : known;
+    return [
+      ["browser", browser],
+      ["ticket", ticket],
+      ["wait", wait],
+      ["infer", infer],
+      ["other", Math.max(0, total - known)],
+    ];
+  }
+
+  function barFor(row, scaleMs) {
+    const track = el("div", { class: "track" });
+    if (scaleMs > 0) {
+      for (const [kind, ms] of segments(row)) {
+        if (ms <= 0) continue;
+        const seg = el("span", { class: `seg seg-${kind}`, title: `${kind} ${fmtMs(ms)}` });
+        seg.dataset.ms = ms.toFixed(1);
+        seg.style.width = `${((ms / scaleMs) * 100).toFixed(4)}%`;
+        track.append(seg);
+      }
+    }
+    return track;
+  }
+
+  function statusCell(row) {
+    if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
+    if (row.status === null) return el("td", { class: "status err", title: row.error }, "연결 오류");
+    const cls = `status s${String(row.status)[0]}`;
+    let detail = "";
+    if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
+    if (row.error && row.status >= 400) detail = `${row.error}${detail ? " · " + detail : ""}`;
+    if (row.ticket) detail = ticketDetail(row);
+    const cell = el("td", { class: cls }, String(row.status));
+    if (detail) cell.append(el("span", { class: "detail" }, detail));
+    if (row.cache === "hit") cell.append(el("span", { class: "badge" }, "캐시"));
+    if (row.batchSize) cell.append(el("span", { class: "badge" }, `묶음 ${row.batchSize}`));
+    return cell;
+  }
+
+  function ticketDetail(row) {
+    const t = row.ticket;
+    const promised = t.etaS != null ? `약속 ${t.etaS.toFixed(1)}초` : "";
+    if (t.jobStatus === "queued") {
+      const eta = t.liveEtaS != null ? t.liveEtaS : t.etaS;
+      return `대기 · 앞에 ${t.position ?? "?"}개 · 예상 ${eta != null ? eta.toFixed(1) : "?"}초`;
+    }
+    if (t.jobStatus === "running") return "추론 중";
+    if (t.jobStatus === "failed") return `실패 ${row.error || ""}`;
+    const actual = t.actualS != null ? `실제 ${t.actualS.toFixed(1)}초` : "";
+    return `완료 · ${[promised, actual].filter(Boolean).join(" / ")}`;
+  }
+
+  function renderRows(burst) {
+    const table = document.getElementById("rows");
+    const done = burst.rows.filter((r) => r.state === "done");
+    const scaleMs = Math.max(0, ...done.map((r) => r.totalMs));
+    table.dataset.scaleMs = scaleMs.toFixed(1);
+    table.dataset.path = burst.path;
+    const body = table.tBodies[0];
+    body.replaceChildren(
+      ...burst.rows.map((row) => {
+        const dataset = {
+          index: String(row.index),
+          state: row.state,
+          status: row.status == null ? "" : String(row.status),
+        };
+        for (const [key, value] of [
+          ["browserMs", row.browserMs],
+          ["waitMs", row.waitMs],
+          ["inferMs", row.inferMs],
+          ["totalMs", row.totalMs],
+          ["retryAfter", row.retryAfter],
+          ["batchSize", row.batchSize],
+          ["cache", row.cache],
+          ["etaS", row.ticket && row.ticket.etaS],
+          ["actualS", row.ticket && row.ticket.actualS],
+          ["jobStatus", row.ticket && row.ticket.jobStatus],
+        ]) {
+          if (value !== null && value !== undefined) dataset[key] = String(value);
+        }
+        const roundTrip = el("td", { class: "num", title: row.ticket ? `202까지 ${fmtMs(row.ticket.turnaroundMs)}` : "" });
+        roundTrip.textContent = fmtMs(row.totalMs);
+        return el(
+          "tr",
+          { class: `row ${row.state === "done" ? "" : "pending"}`, dataset },
+          el("td", { class: "num" }, String(row.index)),
+          el("td", { class: "text", title: row.text }, row.text),
+          statusCell(row),
+          el("td", { class: "bar-col" }, barFor(row, scaleMs)),
+          el("td", { class: "num" }, fmtMs(row.waitMs)),
+          el("td", { class: "num" }, fmtMs(row.inferMs)),
+          roundTrip,
+          el("td", {}, row.top || ""),
+        );
+      }),
+    );
+  }
+
+  function summaryParts(s, path) {
+    const counts = Object.entries(s.counts)
+      .sort()
+      .map(([status, n]) => `${status}×${n}`)
+      .join(" ");
+    const parts = [
+      ["상태", counts],
+      ["처리됨", `${s.served}/${s.size}`],
+      ["왕복 p50", fmtMs(s.p50Ms)],
+      ["p95", fmtMs(s.p95Ms)],
+      ["처리량", s.throughput == null ? "–" : `${s.throughput.toFixed(2)}건/초`],
+      ["평균 묶음", s.meanBatch == null ? "–" : path === "batched" ? s.meanBatch.toFixed(1) : "1 (묶지 않음)"],
+    ];
+    if (s.cacheHits) parts.push(["캐시 적중", String(s.cacheHits)]);
+    if (s.etaLateS != null) parts.push(["ETA 대비", `${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(2)}초`]);
+    return parts;
+  }
+
+  function renderSummary(burst) {
+    const box = document.getElementById("summary");
+    if (!burst.summary) {
+      box.replaceChildren();
+      return;
+    }
+    box.replaceChildren(
+      ...summaryParts(burst.summary, burst.path).map(([label, value]) => el("span", {}, `${label} `, el("b", {}, value))),
+    );
+    box.dataset.counts = JSON.stringify(burst.summary.counts);
+  }
+
+  function renderCompare() {
+    const saved = state.saved;
+    const cards = Object.entries(PATHS).map(([path, { label }]) => {
+      const burst = saved[path];
+      if (!burst) return el("div", { class: "compare-card empty", dataset: { path } }, el("h3", {}, label), "아직 없음");
+      const when = new Date(burst.firedAt).toLocaleTimeString("ko-KR");
+      const card = el(
+        "div",
+        { class: "compare-card", dataset: { path } },
+        el("h3", {}, `${label} `, el("small", {}, `${burst.rows.length}개 · ${when}`)),
+        ...summaryParts(burst.summary, path).map(([k, v]) => el("div", {}, `${k} `, el("b", {}, v))),
+      );
+      card.addEventListener("click", () => selectPath(path));
+      return card;
+    });
+    document.getElementById("compare-cards").replaceChildren(...cards);
+    document.getElementById("compare-chart").replaceChildren(compareChart(saved));
+  }
+
+  /** One line per path: p50 (solid) and p95 (light) time to an answer, on a shared scale; no library. */
+  function compareChart(saved) {
+    const ns = "http://www.w3.org/2000/svg";
+    const width = 760;
+    const rowH = 28;
+    const left = 86;
+    const right = 300;
+    const height = rowH * 4 + 24;
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("width", String(width));
+    svg.setAttribute("height", String(height));
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "네 경로의 왕복 시간 p50/p95");
+    const add = (tag, attrs, text) => {
+      const node = document.createElementNS(ns, tag);
+      for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+      if (text !== undefined) node.textContent = text;
+      svg.append(node);
+      return node;
+    };
+    const maxMs = Math.max(1, ...Object.values(saved).map((b) => b.summary.p95Ms || 0));
+    const span = width - left - right;
+    Object.entries(PATHS).forEach(([path, { label }], i) => {
+      const y = 8 + i * rowH;
+      add("text", { x: 0, y: y + 15, "font-size": 13 }, label);
+      const s = saved[path] && saved[path].summary;
+      if (!s || s.p50Ms == null) {
+        add("text", { x: left, y: y + 15, "font-size": 12, fill: "#6b7280" }, s ? "처리된 요청 없음" : "아직 없음");
+        return;
+      }
+      add("rect", { x: left, y: y + 4, width: (s.p95Ms / maxMs) * span, height: 14, fill: "#fcd9a0" });
+      add("rect", { x: left, y: y + 4, width: (s.p50Ms / maxMs) * span, height: 14, fill: "#f59e0b" });
+      const refused = s.size - s.served;
+      add(
+        "text",
+        { x: width - right + 8, y: y + 15, "font-size": 12 },
+        `p50 ${fmtMs(s.p50Ms)} · p95 ${fmtMs(s.p95Ms)} · 처리 ${s.served} · 거절/실패 ${refused}`,
+      );
+    });
+    add("text", { x: left, y: height - 4, "font-size": 11, fill: "#6b7280" }, `진한 색 p50, 옅은 색 p95 (처리된 요청의 왕복), 끝 = ${fmtMs(maxMs)}`);
+    return svg;
+  }
+
+  // ---------------------------------------------------------------- state, storage, controls
+  function loadSaved() {
+    try {
+      return JSON.parse(localStorage.getItem(STORE_KEY)) || {};
+    } catch {
+      return {};
+    }
+  }
+
+  const state = { samples: FALLBACK_SAMPLES, saved: loadSaved(), view: null, running: false, bursts: 0 };
+  // A per-page tag keeps "distinct" reviews distinct across reloads, so the cache cannot answer them.
+  const pageTag = Math.random().toString(36).slice(2, 5);
+
+  let renderQueued = false;
+  function scheduleRender() {
+    if (renderQueued) return;
+    renderQueued = true;
+    requestAnimationFrame(() => {
+      renderQueued = false;
+      render();
+    });
+  }
+
+  function render() {
+    const burst = state.view;
+    const status = document.getElementById("burst-status");
+    if (!burst) {
+      document.getElementById("rows").tBodies[0].replaceChildren();
+      document.getElementById("summary").replaceChildren();
+      document.getElementById("burst-title").textContent = "";
+      return;
+    }
+    document.getElementById("burst-title").textContent =
+      `${PATHS[burst.path].label} · ${burst.rows.length}개 · ${burst.mode === "repeat" ? "같은 리뷰" : "서로 다른 리뷰"}` +
+      (burst.restored ? " · 저장된 마지막 발사" : "");
+    renderRows(burst);
+    const done = burst.rows.filter((r) => r.state === "done").length;
+    const scaleMs = Number(document.getElementById("rows").dataset.scaleMs);
+    status.textContent = burst.running
+      ? `발사 중… ${done}/${burst.rows.length} 끝남`
+      : `${new Date(burst.firedAt).toLocaleTimeString("ko-KR")}에 발사, ${fmtMs(burst.summary.durationMs)} 만에 모두 끝남. ` +
+        `막대는 가장 느린 요청(${fmtMs(scaleMs)}) 기준.`;
+    status.dataset.state = burst.running ? "running" : "done";
+    renderSummary(burst);
+  }
+
+  function selectedPath() {
+    return document.querySelector('input[name="path"]:checked').value;
+  }
+
+  function selectPath(path) {
+    document.querySelector(`input[name="path"][value="${path}"]`).checked = true;
+    showPath(path);
+  }
+
+  function showPath(path) {
+    for (const note of document.querySelectorAll("[data-path-note]")) note.hidden = note.dataset.pathNote !== path;
+    if (state.running) return;
+    const saved = state.saved[path];
+    state.view = saved ? { ...saved, restored: true } : null;
+    render();
+  }
+
+  function burstTexts(n, mode) {
+    const samples = state.samples;
+    if (mode === "repeat") return Array(n).fill(samples[0]);
+    const offset = (state.bursts * n) % samples.length;
+    const tag = `${pageTag}${state.bursts}`;
+    return Array.from({ length: n }, (_, i) => `${samples[(offset + i) % samples.length]} #${tag}-${i + 1}`);
+  }
+
+  async function fireBurst(path, n, mode) {
+    state.bursts += 1;
+    const texts = burstTexts(n, mode);
+    const burstTag = `${pageTag}${state.bursts}`;
+    const burst = {
+      path,
+      mode,
+      firedAt: new Date().toISOString(),
+      running: true,
+      rows: texts.map((text, i) => ({ index: i + 1, text, state: "sent", status: null })),
+    };
+    state.view = burst;
+    state.running = true;
+    render();
+    const t0 = performance.now();
+    try {
+      // All N fetches are issued in the same tick; the browser decides how many reach the server at once.
+      await Promise.all(burst.rows.map((row) => fireOne(path, row, burstTag, t0, scheduleRender)));
+    } finally {
+      state.running = false;
+      burst.running = false;
+      burst.summary = summarize(burst);
+      state.saved[path] = { ...burst, rows: burst.rows.map((r) => ({ ...r })) };
+      try {
+        localStorage.setItem(STORE_KEY, JSON.stringify(state.saved));
+      } catch {
+        // Storage full or disabled: the comparison still lives in memory for this page.
+      }
+      render();
+      renderCompare();
+    }
+  }
+
+  async function loadSamples() {
+    try {
+      const response = await fetch("/api/samples", { cache: "no-store" });
+      const samples = await response.json();
+      if (Array.isArray(samples) && samples.length) state.samples = samples.map((s) => s.text);
+    } catch {
+      // Keep the built-in fallback list.
+    }
+  }
+
+  function burstSize() {
+    const input = document.getElementById("burst-size");
+    const n = Math.min(MAX_BURST, Math.max(1, Math.round(Number(input.value) || 12)));
+    input.value = String(n);
+    document.getElementById("burst-size-range").value = String(n);
+    return n;
+  }
+
+  function wire() {
+    const fire = document.getElementById("fire");
+    fire.addEventListener("click", async () => {
+      if (state.running) return;
+      fire.disabled = true;
+      try {
+        const mode = document.querySelector('input[name="mode"]:checked').value;
+        await fireBurst(selectedPath(), burstSize(), mode);
+      } finally {
+        fire.disabled = false;
+      }
+    });
+    for (const radio of document.querySelectorAll('input[name="path"]')) {
+      radio.addEventListener("change", () => showPath(radio.value));
+    }
+    document.getElementById("burst-size").addEventListener("change", burstSize);
+    document.getElementById("burst-size-range").addEventListener("input", (event) => {
+      document.getElementById("burst-size").value = event.target.value;
+    });
+    document.getElementById("forget").addEventListener("click", () => {
+      state.saved = {};
+      localStorage.removeItem(STORE_KEY);
+      renderCompare();
+      showPath(selectedPath());
+    });
+  }
+
+  wire();
+  showPath(selectedPath());
+  renderCompare();
+  loadSamples();
+
+  // For the console, and for whoever switches ticket-following to server-sent events.
+  window.reviewLab = { followTicket, parseServerTiming, summarize };
+})();

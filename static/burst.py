@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Fire N reviews at the review lab at the same instant and print what each one got.
+
+Standard library only (Python 3.9+), so it runs on any student laptop:
+
+    curl -O http://BOX:8000/static/burst.py
+    python3 burst.py http://BOX:8000 12            # each of the four paths in turn
+    python3 burst.py http://BOX:8000 50 limited    # one path; also naive | batched | tickets | 1-4
+    python3 burst.py http://BOX:8000 12 --json rows.json
+
+Unlike a browser (at most six connections per server), every request here gets its own
+thread and its own connection, released together by a barrier: a truly simultaneous burst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import math
+import random
+import string
+import sys
+import threading
+import time
+import unicodedata
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from email.message import Message
+from typing import Any
+
+PATHS: dict[str, tuple[str, str]] = {
+    "naive": ("① naive", "/api/naive/predict"),
+    "limited": ("② limited", "/api/limited/predict"),
+    "batched": ("③ batched", "/api/batched/predict"),
+    "tickets": ("④ tickets", "/api/queue/jobs"),
+}
+PATH_ALIASES = {"1": "naive", "2": "limited", "3": "batched", "4": "tickets"}
+
+# Used only when the box's own samples (GET /api/samples) cannot be read.
+FALLBACK_REVIEWS = [
+    "빵이 맛있어요!",
+    "커피가 너무 써요..",
+    "사장님 친절하세요",
+    "주차가 불편해요ㅠ",
+    "가격이 좀 비싸요",
+    "매장 깨끗하고 좋아요",
+    "줄이 너무 길어요",
+    "포장이 꼼꼼해요",
+    "크루아상 겉바속촉 인정합니다",
+    "배달이 늦었어요",
+    "직원분이 주문을 잘못 받으셨어요",
+    "또 올게요~~",
+]
+
+
+@dataclass
+class Row:
+    """One request of a burst, as this client saw it (times in milliseconds unless `_s`)."""
+
+    index: int
+    path: str
+    text: str
+    status: int | None = None  # None: no HTTP answer at all (see `error`)
+    error: str | None = None  # connection error, or the body's "error" code
+    wait_ms: float | None = None  # Server-Timing wait
+    infer_ms: float | None = None  # Server-Timing infer
+    round_trip_ms: float | None = None  # until the answer was in hand (tickets: until done)
+    batch_size: int | None = None  # X-Batch-Size
+    top_topic: str | None = None
+    cache: str | None = None  # X-Cache
+    retry_after_s: int | None = None  # Retry-After on 429/503
+    ticket_ms: float | None = None  # tickets: the 202 turnaround
+    eta_s: float | None = None  # tickets: ETA promised with the 202
+    actual_s: float | None = None  # tickets: the server's enqueue-to-done time
+    job_status: str | None = None  # tickets: done | failed
+    started_at: float = 0.0  # perf_counter() when this request was sent
+
+    @property
+    def served(self) -> bool:
+        return self.job_status == "done" if self.path == "tickets" else self.status == 200
+
+
+@dataclass
+class Summary:
+    path: str
+    counts: dict[str, int]
+    served: int
+    size: int
+    p50_ms: float | None
+    p95_ms: float | None
+    duration_s: float
+    throughput: float | None  # served requests per second of the burst
+    mean_batch: float | None
+    eta_late_s: float | None  # tickets: mean of actual minus promised
+
+
+# ------------------------------------------------------------------------- HTTP
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: Message
+    body: Any
+
+
+def request_json(method: str, url: str, payload: dict[str, Any] | None = None, timeout_s: float = 120.0) -> Answer:
+    """One request on its own connection; HTTP errors (429, 503, …) are answers, not exceptions."""
+    data = None if payload is None else json.dumps(payload).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return Answer(response.status, response.headers, _json(response.read()))
+    except urllib.error.HTTPError as exc:
+        try:
+            raw = exc.read()
+        except OSError:
+            raw = b""
+        finally:
+            exc.close()
+        return Answer(exc.code, exc.headers, _json(raw))
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def parse_server_timing(header: str | None) -> dict[str, float]:
+    """`wait;dur=12.5, infer;dur=980.1` -> {"wait": 12.5, "infer": 980.1} (milliseconds)."""
+    timing: dict[str, float] = {}
+    for metric in (header or "").split(","):
+        name, _, params = metric.strip().partition(";")
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key == "dur" and name:
+                with contextlib.suppress(ValueError):
+                    timing[name.strip()] = float(value)
+    return timing
+
+
+def fetch_reviews(base_url: str) -> list[str]:
+    """The box's own sample reviews, or the built-in list if it cannot be reached."""
+    try:
+        answer = request_json("GET", base_url + "/api/samples", timeout_s=5)
+        texts = [str(item["text"]) for item in answer.body]
+        return texts or FALLBACK_REVIEWS
+    except (OSError, ValueError, TypeError, KeyError, http.client.HTTPException):
+        return FALLBACK_REVIEWS
+
+
+def distinct_texts(reviews: list[str], n: int, tag: str) -> list[str]:
+    """N different texts; the tag keeps them out of the result cache so every one is inferred."""
+    return [f"{reviews[i % len(reviews)]} #{tag}-{i + 1}" for i in range(n)]
+
+
+# ------------------------------------------------------------------------- firing
+
+
+def follow_ticket(base_url: str, row: Row, job: dict[str, Any], timeout_s: float) -> None:
+    """Poll the ticket until done or failed (often when its ETA is near, seldom when far)."""
+    deadline = time.monotonic() + timeout_s
+    answer_headers: Message | None = None
+    while job.get("status") not in ("done", "failed"):
+        if time.monotonic() > deadline:
+            row.job_status, row.error = "failed", "client gave up following the ticket"
+            return
+        eta = job.get("eta_seconds")
+        time.sleep(min(1.0, max(0.25, (eta if eta is not None else 0.5) / 2)))
+        try:
+            answer = request_json("GET", f"{base_url}/api/queue/jobs/{job['job_id']}", timeout_s=30)
+        except (OSError, http.client.HTTPException):
+            continue  # a lost poll is retried; the job itself is safe on the box
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            row.job_status, row.error = "failed", f"poll answered {answer.status}"
+            return
+        job, answer_headers = answer.body, answer.headers
+    _finish_ticket(row, job, answer_headers)
+
+
+def _finish_ticket(row: Row, job: dict[str, Any], headers: Message | None) -> None:
+    row.job_status = str(job.get("status"))
+    row.error = job.get("error") or row.error
+    timing = parse_server_timing(headers.get("Server-Timing") if headers is not None else None)
+    row.wait_ms = timing.get("wait", job.get("waited_ms"))
+    row.infer_ms = timing.get("infer", job.get("inference_ms"))
+    if job.get("waited_ms") is not None:
+        row.actual_s = (job["waited_ms"] + (job.get("inference_ms") or 0.0)) / 1000
+    result = job.get("result")
+    if result:
+        row.top_topic = result[0].get("label")
+
+
+def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
+    """Send one review and fill `row`; a connection error is recorded on the row, never raised."""
+    url = base_url + PATHS[path][1]
+    row.started_at = time.perf_counter()
+    try:
+        answer = request_json("POST", url, {"text": row.text}, timeout_s=timeout_s)
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timeout, cut-off answer
+        row.error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        row.round_trip_ms = (time.perf_counter() - row.started_at) * 1000
+        return
+    turnaround_ms = (time.perf_counter() - row.started_at) * 1000
+    body = answer.body if isinstance(answer.body, dict) else {}
+    row.status = answer.status
+    timing = parse_server_timing(answer.headers.get("Server-Timing"))
+    row.wait_ms, row.infer_ms = timing.get("wait"), timing.get("infer")
+    row.cache = answer.headers.get("X-Cache")
+    batch = answer.headers.get("X-Batch-Size")
+    row.batch_size = int(batch) if batch and batch.isdigit() else None
+    retry = answer.headers.get("Retry-After")
+    row.retry_after_s = int(retry) if retry and retry.isdigit() else None
+    row.error = body.get("error")
+    if isinstance(body.get("top"), dict):
+        row.top_topic = body["top"].get("label")
+    if path == "tickets" and answer.status == 202:
+        row.ticket_ms, row.eta_s = turnaround_ms, body.get("eta_seconds")
+        if body.get("status") in ("done", "failed"):  # answered from the cache at once
+            _finish_ticket(row, body, answer.headers)
+        else:
+            follow_ticket(base_url, row, body, timeout_s)
+    row.round_trip_ms = (time.perf_counter() - row.started_at) * 1000
+
+
+def fire_burst(base_url: str, path: str, texts: list[str], *, timeout_s: float = 120.0) -> list[Row]:
+    """Send every text at once (one thread and one connection each) and wait for every answer."""
+    base_url = base_url.rstrip("/")
+    rows = [Row(index=i + 1, path=path, text=text) for i, text in enumerate(texts)]
+    barrier = threading.Barrier(len(rows))
+
+    def worker(row: Row) -> None:
+        # If a thread fails to start in time the barrier breaks: fire anyway rather than hang.
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=30)
+        fire_one(base_url, path, row, timeout_s)
+
+    threads = [threading.Thread(target=worker, args=(row,), name=f"burst-{row.index}") for row in rows]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return rows
+
+
+# ------------------------------------------------------------------------- summarising
+
+
+def quantile(values: list[float], q: float) -> float | None:
+    """Nearest-rank quantile (the page uses the same rule)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def status_key(row: Row) -> str:
+    return "error" if row.status is None else str(row.status)
+
+
+def summarize(path: str, rows: list[Row]) -> Summary:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[status_key(row)] = counts.get(status_key(row), 0) + 1
+    served = [r for r in rows if r.served]
+    totals = [r.round_trip_ms for r in served if r.round_trip_ms is not None]
+    start = min((r.started_at for r in rows), default=0.0)
+    end = max((r.started_at + (r.round_trip_ms or 0) / 1000 for r in rows), default=start)
+    duration_s = end - start
+    batches = [r.batch_size for r in rows if r.batch_size]
+    inferred = [r for r in served if r.cache != "hit"]
+    mean_batch = sum(batches) / len(batches) if batches else (1.0 if inferred else None)
+    eta_rows = [r for r in rows if r.actual_s is not None and r.eta_s is not None]
+    return Summary(
+        path=path,
+        counts=counts,
+        served=len(served),
+        size=len(rows),
+        p50_ms=quantile(totals, 0.5),
+        p95_ms=quantile(totals, 0.95),
+        duration_s=duration_s,
+        throughput=len(served) / duration_s if duration_s > 0 else None,
+        mean_batch=mean_batch,
+        eta_late_s=sum((r.actual_s or 0.0) - (r.eta_s or 0.0) for r in eta_rows) / len(eta_rows) if eta_rows else None,
+    )
+
+
+# ------------------------------------------------------------------------- printing
+
+
+def width(text: str) -> int:
+    """Columns a terminal gives `text`: Hangul and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def fit(text: str, columns: int, right: bool = False) -> str:
+    """Cut to `columns` terminal columns, then pad, so Korean text keeps the table aligned."""
+    out, used = "", 0
+    for ch in text:
+        w = width(ch)
+        if used + w > columns:
+            break
+        out, used = out + ch, used + w
+    pad = " " * (columns - used)
+    return pad + out if right else out + pad
+
+
+def ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}ms" if value < 1000 else f"{value / 1000:.2f}s"
+
+
+def status_text(row: Row) -> str:
+    if row.status is None:
+        return "연결오류"
+    text = str(row.status)
+    if row.retry_after_s is not None:
+        text += f" ↻{row.retry_after_s}s"
+    if row.path == "tickets" and row.status == 202:
+        text += f"→{row.job_status or '?'}"
+    if row.cache == "hit":
+        text += " 캐시"
+    return text
+
+
+COLUMNS: list[tuple[str, int, bool, Callable[[Row], str]]] = [
+    ("#", 3, True, lambda r: str(r.index)),
+    ("상태", 14, False, status_text),
+    ("대기", 8, True, lambda r: ms(r.wait_ms)),
+    ("추론", 8, True, lambda r: ms(r.infer_ms)),
+    ("왕복", 8, True, lambda r: ms(r.round_trip_ms)),
+    ("묶음", 4, True, lambda r: "-" if r.batch_size is None else str(r.batch_size)),
+    ("1위 주제", 18, False, lambda r: r.top_topic or (r.error or "")),
+]
+TICKET_COLUMNS: list[tuple[str, int, bool, Callable[[Row], str]]] = [
+    ("202까지", 8, True, lambda r: ms(r.ticket_ms)),
+    ("약속ETA", 8, True, lambda r: "-" if r.eta_s is None else f"{r.eta_s:.1f}s"),
+    ("실제", 7, True, lambda r: "-" if r.actual_s is None else f"{r.actual_s:.1f}s"),
+]
+
+
+def table(path: str, rows: list[Row]) -> str:
+    columns = COLUMNS[:-1] + (TICKET_COLUMNS if path == "tickets" else []) + COLUMNS[-1:]
+    lines = ["  ".join(fit(title, w, right) for title, w, right, _ in columns).rstrip()]
+    for row in rows:
+        lines.append("  ".join(fit(cell(row), w, right) for _, w, right, cell in columns).rstrip())
+    return "\n".join(lines)
+
+
+def summary_line(s: Summary) -> str:
+    counts = " ".join(f"{status}×{n}" for status, n in sorted(s.counts.items()))
+    parts = [
+        f"{PATHS[s.path][0]}: {counts}",
+        f"처리 {s.served}/{s.size}",
+        f"왕복 p50 {ms(s.p50_ms)} p95 {ms(s.p95_ms)}",
+        f"처리량 {s.throughput:.2f}건/s" if s.throughput is not None else "처리량 -",
+        f"평균 묶음 {s.mean_batch:.1f}" if s.mean_batch is not None else "평균 묶음 -",
+        f"전체 {s.duration_s:.2f}s",
+    ]
+    if s.eta_late_s is not None:
+        parts.append(f"ETA 대비 {s.eta_late_s:+.2f}s")
+    return " | ".join(parts)
+
+
+# ------------------------------------------------------------------------- the command
+
+
+def wait_until_idle(base_url: str, limit_s: float = 120.0) -> None:
+    """Let the previous path's work drain, so one path's burst does not pay for another's."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            stats = request_json("GET", base_url + "/api/stats", timeout_s=5).body
+            lane, jobs = stats["lane"], stats["jobs"]
+            busy = sum(p.get("in_flight", 0) + p.get("waiting", 0) for p in stats["paths"].values())
+            if not lane["busy"] and lane["pending_reviews"] == 0 and busy == 0 and not jobs.get("queued"):
+                return
+        except (OSError, ValueError, TypeError, KeyError, http.client.HTTPException):
+            return  # no stats to read: do not block the student on them
+        time.sleep(0.5)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="burst.py", description="리뷰 분석 상자에 N개의 리뷰를 동시에 보내고 각 요청의 결과를 표로 보여 줍니다."
+    )
+    parser.add_argument("url", help="상자의 주소, 예: http://127.0.0.1:8000")
+    parser.add_argument("n", nargs="?", type=int, default=12, help="동시 요청 수 (1-200, 기본 12)")
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default="all",
+        help="naive | limited | batched | tickets | 1-4 | all (기본: 네 경로를 차례로)",
+    )
+    parser.add_argument("--same", action="store_true", help="같은 리뷰를 N번 (캐시 보기)")
+    parser.add_argument("--json", metavar="FILE", help="요청별 원자료를 JSON으로 저장 (- 는 표준 출력)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="요청 하나의 제한 시간(초), 기본 180")
+    args = parser.parse_args(argv)
+    args.path = PATH_ALIASES.get(args.path, args.path)
+    if args.path != "all" and args.path not in PATHS:
+        parser.error(f"unknown path {args.path!r}: choose naive, limited, batched, tickets, 1-4 or all")
+    if not 1 <= args.n <= 200:
+        parser.error("n must be between 1 and 200")
+    if not args.url.startswith(("http://", "https://")):
+        parser.error("url must start with http:// or https://")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    base_url = args.url.rstrip("/")
+    paths = list(PATHS) if args.path == "all" else [args.path]
+    reviews = fetch_reviews(base_url)
+    run_tag = "".join(random.choice(string.ascii_lowercase) for _ in range(3))
+    report: dict[str, Any] = {"base_url": base_url, "n": args.n, "bursts": []}
+    answered = 0
+    out = sys.stderr if args.json == "-" else sys.stdout
+    for number, path in enumerate(paths):
+        if number:
+            wait_until_idle(base_url)
+        texts = [reviews[0]] * args.n if args.same else distinct_texts(reviews, args.n, f"{run_tag}{path[0]}")
+        print(f"\n{PATHS[path][0]} — {args.n}개 동시 발사 → {base_url}{PATHS[path][1]}", file=out, flush=True)
+        rows = fire_burst(base_url, path, texts, timeout_s=args.timeout)
+        summary = summarize(path, rows)
+        answered += sum(1 for r in rows if r.status is not None)
+        print(table(path, rows), file=out)
+        print(summary_line(summary), file=out, flush=True)
+        report["bursts"].append({"path": path, "summary": asdict(summary), "rows": [asdict(r) for r in rows]})
+    if args.json:
+        text = json.dumps(report, ensure_ascii=False, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+    if answered == 0:
+        print(f"\n{base_url}에 연결하지 못했습니다: 주소와 포트, 상자가 켜져 있는지 확인하세요.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Regenerates the README's burst-page screenshot: a real burst of 12 on path 2 against the twin.
+
+Not a test (nothing asserts here); it lives beside the browser tests because it drives the
+same Chromium the same way. Heavy (the twin infers ~1 s per review), so take the CPU lock:
+
+    flock /tmp/lab-cpu.lock .venv/bin/python -m tests.readme_screenshot [MODEL_DIR]
+"""
+
+import io
+import sys
+from pathlib import Path
+
+from PIL import Image
+from playwright.sync_api import sync_playwright
+
+from tests.server import ROOT, live_server
+from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
+
+TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
+OUTPUT = ROOT / "static" / "img" / "burst-limited.png"
+
+
+def main(model_dir: Path) -> None:
+    with live_server(LAB_MODEL_DIR=str(model_dir)) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="ko-KR")
+        page.goto(f"{server.url}/")
+        page.wait_for_function("document.getElementById('box-updated').textContent === '실시간'")
+        page.check("input[name=path][value=limited]")
+        page.fill("#burst-size", "12")
+        page.click("#fire")
+        page.wait_for_selector("#burst-status[data-state=done]", timeout=120_000)
+        # Let the live panel catch up (it polls once a second) so it shows the box idle again.
+        page.wait_for_function("document.getElementById('box-lane').textContent === '쉬는 중'")
+        results = page.locator("section.results").bounding_box()
+        assert results is not None
+        png = page.screenshot(
+            full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": results["y"] + results["height"] + 12}
+        )
+        browser.close()
+    # A 256-colour palette keeps the committed image small; the page has few colours anyway.
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256)
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    image.save(OUTPUT, optimize=True)
+    print(f"{OUTPUT.relative_to(ROOT)}: {OUTPUT.stat().st_size // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else TWIN)

@@ -1,0 +1,129 @@
+"""burst.py, the students' standard-library burst, run as they run it against a real server."""
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.server import ROOT, LiveServer, free_port, live_server
+
+BURST_PY = ROOT / "static" / "burst.py"
+SECONDS_PER_REVIEW = 0.3
+TABLE_ROW = re.compile(r"^\s*(\d+)\s{2}")
+SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)+) \|")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def burst() -> ModuleType:
+    """burst.py imported as a module: the lead's benchmark reuses its functions the same way."""
+    spec = importlib.util.spec_from_file_location("burst", BURST_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["burst"] = module  # dataclasses resolve their module while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_burst(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BURST_PY), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def table_indexes(stdout: str) -> list[int]:
+    return [int(m.group(1)) for line in stdout.splitlines() if (m := TABLE_ROW.match(line))]
+
+
+def summaries(stdout: str) -> dict[str, dict[str, int]]:
+    """`② limited: 200×5 429×7 | …` → {"② limited": {"200": 5, "429": 7}}."""
+    found: dict[str, dict[str, int]] = {}
+    for line in stdout.splitlines():
+        if m := SUMMARY.match(line):
+            pairs = (item.split("×") for item in m.group("counts").split())
+            found[m.group("label")] = {status: int(n) for status, n in pairs}
+    return found
+
+
+def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: LiveServer, tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    result = run_burst(server.url, "12", "limited", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert table_indexes(result.stdout) == list(range(1, 13))
+    # Twelve threads, twelve connections, released together: all arrive during the first inference,
+    # so exactly 1 in flight + 4 seats are admitted and seven are refused.
+    assert summaries(result.stdout) == {"② limited": {"200": 5, "429": 7}}
+    (burst,) = json.loads(out.read_text(encoding="utf-8"))["bursts"]
+    assert burst["summary"]["counts"] == {"200": 5, "429": 7} and burst["summary"]["served"] == 5
+    rows = burst["rows"]
+    assert [r["index"] for r in rows] == list(range(1, 13))
+    assert all(r["retry_after_s"] >= 1 and r["error"] == "box_full" for r in rows if r["status"] == 429)
+    assert all(r["infer_ms"] >= SECONDS_PER_REVIEW * 1000 and r["top_topic"] for r in rows if r["status"] == 200)
+    assert len({r["text"] for r in rows}) == 12  # distinct reviews, so the cache answers none of them
+
+
+def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveServer, tmp_path: Path) -> None:
+    out = tmp_path / "tickets.json"
+    result = run_burst(server.url, "4", "4", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert table_indexes(result.stdout) == [1, 2, 3, 4]
+    assert summaries(result.stdout) == {"④ tickets": {"202": 4}}
+    assert "약속ETA" in result.stdout and "ETA 대비" in result.stdout
+    rows = json.loads(out.read_text(encoding="utf-8"))["bursts"][0]["rows"]
+    assert all(r["job_status"] == "done" and r["eta_s"] > 0 and r["actual_s"] > 0 for r in rows)
+    # One lane: the last of four tickets waited for the three before it.
+    assert max(r["actual_s"] for r in rows) >= 0.9 * 4 * SECONDS_PER_REVIEW
+
+
+def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
+    result = run_burst(server.url, "3")
+    assert result.returncode == 0, result.stderr
+    found = summaries(result.stdout)
+    assert list(found) == ["① naive", "② limited", "③ batched", "④ tickets"]
+    assert all(sum(counts.values()) == 3 for counts in found.values())
+    assert table_indexes(result.stdout) == [1, 2, 3] * 4
+
+
+def test_connection_errors_are_counted_not_raised() -> None:
+    nobody = f"http://127.0.0.1:{free_port()}"
+    result = run_burst(nobody, "3", "naive")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "연결하지 못했습니다" in result.stderr
+    assert table_indexes(result.stdout) == [1, 2, 3]
+    assert summaries(result.stdout) == {"① naive": {"error": 3}}
+
+
+def test_bad_arguments_are_refused_with_usage() -> None:
+    result = run_burst("http://127.0.0.1:1", "12", "fastest")
+    assert result.returncode == 2 and "unknown path" in result.stderr
+
+
+def test_korean_columns_stay_aligned(burst: ModuleType) -> None:
+    assert burst.width("1위 주제") == 8 and burst.width("abc") == 3
+    assert burst.fit("가나다라", 5) == "가나 " and burst.fit("42", 4, right=True) == "  42"
+    rows = [
+        burst.Row(index=1, path="limited", text="a", status=200, wait_ms=5.0, infer_ms=900.0, round_trip_ms=950.0),
+        burst.Row(index=2, path="limited", text="b", status=429, retry_after_s=3, round_trip_ms=12.0),
+        burst.Row(index=10, path="limited", text="c", status=None, error=None, round_trip_ms=1.0),
+    ]
+    lines = burst.table("limited", rows).splitlines()
+    assert len({burst.width(line) for line in lines[1:]}) == 1, lines
+
+
+def test_server_timing_and_quantiles_match_the_page(burst: ModuleType) -> None:
+    assert burst.parse_server_timing("wait;dur=12.5, infer;dur=980.1") == {"wait": 12.5, "infer": 980.1}
+    assert burst.parse_server_timing(None) == {}
+    assert burst.quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
+    assert burst.quantile([float(v) for v in range(1, 21)], 0.95) == 19.0
+    assert burst.quantile([], 0.5) is None

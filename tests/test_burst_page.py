@@ -1,0 +1,221 @@
+"""The burst page in real headless Chromium against a real server with the tiny model.
+
+The server pads every inference to SECONDS_PER_REVIEW, so queueing and 429s are real. The
+browser opens at most six connections to one server, and these tests assert what that does
+(rather than what an ideal simultaneous burst would do): see `burst.py` for the latter.
+"""
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.server import ROOT, LiveServer, live_server
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+SECONDS_PER_REVIEW = 0.5
+BURST = 12
+BROWSER_CONNECTIONS = 6  # Chromium's HTTP/1.1 limit per host
+
+# Every row's dataset, plus the rendered width of its track and of each bar segment.
+READ_ROWS = """() => {
+  const table = document.getElementById("rows");
+  return [...table.tBodies[0].rows].map((tr) => {
+    const px = (kind) => {
+      const seg = tr.querySelector(".seg-" + kind);
+      return seg ? seg.getBoundingClientRect().width : 0;
+    };
+    return {
+      ...tr.dataset,
+      scaleMs: Number(table.dataset.scaleMs),
+      trackPx: tr.querySelector(".track").getBoundingClientRect().width,
+      browserPx: px("browser"), ticketPx: px("ticket"), waitPx: px("wait"), inferPx: px("infer"), otherPx: px("other"),
+      shown: tr.innerText,
+    };
+  });
+}"""
+
+Row = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing in CI: `just test` installs it (_system-deps)")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="ko-KR")
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.goto(f"{server.url}/")
+    yield opened
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def fire(page: Page) -> Callable[..., list[Row]]:
+    """Fire one burst per path at most once per module and return its rows (and a screenshot).
+
+    `while_running` is a JS condition that must hold at some moment before the burst ends.
+    """
+    fired: dict[str, list[Row]] = {}
+
+    def fire_path(path: str, while_running: str | None = None) -> list[Row]:
+        if path not in fired:
+            page.check(f"input[name=path][value={path}]")
+            page.check("input[name=mode][value=distinct]")
+            page.fill("#burst-size", str(BURST))
+            page.click("#fire")
+            page.wait_for_selector(f"#rows[data-path={path}]")
+            if while_running is not None:
+                page.wait_for_function(while_running, timeout=60_000)
+            page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"burst-{path}.png"), full_page=True)
+            fired[path] = page.evaluate(READ_ROWS)
+        return fired[path]
+
+    return fire_path
+
+
+def statuses(rows: list[Row]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return counts
+
+
+def assert_bars_follow_server_timing(rows: list[Row]) -> None:
+    """Each segment's share of the track is its Server-Timing value's share of the slowest request."""
+    assert all(row["state"] == "done" for row in rows)
+    scale = rows[0]["scaleMs"]
+    assert scale == pytest.approx(max(float(row["totalMs"]) for row in rows), abs=0.1)
+    checked = 0
+    for row in rows:
+        one_px = 1.5 / row["trackPx"]  # sub-pixel rounding, as a share of the track
+        for kind, key in (("wait", "waitMs"), ("infer", "inferMs"), ("browser", "browserMs")):
+            if key in row:
+                assert row[f"{kind}Px"] / row["trackPx"] == pytest.approx(float(row[key]) / scale, abs=one_px), row
+                checked += 1
+        if float(row["totalMs"]) == pytest.approx(scale, abs=0.1):  # the slowest request fills its track
+            drawn = sum(row[f"{kind}Px"] for kind in ("browser", "ticket", "wait", "infer", "other"))
+            assert drawn == pytest.approx(row["trackPx"], abs=2), row
+    assert checked >= len(rows)
+
+
+def test_page_shows_random_weights_banner_live_box_and_links(page: Page) -> None:
+    assert page.is_visible("#weights-banner")
+    assert "의미가 없습니다" in page.inner_text("#weights-banner")
+    page.wait_for_function("document.getElementById('box-updated').textContent === '실시간'")
+    assert "MiB" in page.inner_text("#box-memory")
+    assert page.inner_text("#box-seats").startswith("0 / 5")
+    hrefs = page.eval_on_selector_all("header a", "links => links.map((a) => a.getAttribute('href'))")
+    assert {"/api/docs", "/api/stats", "/metrics"} <= set(hrefs)
+
+
+def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[..., list[Row]]) -> None:
+    rows = fire("naive")
+    assert statuses(rows) == {"200": BURST}
+    # Every inference takes at least SECONDS_PER_REVIEW, so a request that had to wait for one of the
+    # six connections waited at least that long inside the browser; it shows as its own segment.
+    queued_in_browser = [r for r in rows if float(r["browserMs"]) >= 0.9 * SECONDS_PER_REVIEW * 1000]
+    assert len(queued_in_browser) >= BURST - BROWSER_CONNECTIONS, [r["browserMs"] for r in rows]
+    assert_bars_follow_server_timing(rows)
+
+
+def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callable[..., list[Row]]) -> None:
+    rows = fire("limited")
+    # Six requests reach the box first: 1 in flight + 4 seats are admitted, the sixth is refused. Each
+    # refusal frees its connection within milliseconds, so the other six also arrive while every seat is
+    # taken (the first inference alone takes SECONDS_PER_REVIEW): 5 x 200 and 7 x 429, as without the limit.
+    assert statuses(rows) == {"200": 5, "429": 7}, [(r["status"], r.get("browserMs")) for r in rows]
+    refused = [r for r in rows if r["status"] == "429"]
+    assert all(int(r["retryAfter"]) >= 1 for r in refused)
+    assert all("box_full" in r["shown"] and "초 뒤 다시" in r["shown"] for r in refused)
+    served_waits = sorted(float(r["waitMs"]) for r in rows if r["status"] == "200")
+    assert served_waits[-1] >= 3.5 * SECONDS_PER_REVIEW * 1000  # the last seat waited for four inferences
+    assert_bars_follow_server_timing(rows)
+
+
+def test_batched_shares_inferences_within_what_the_browser_sends(fire: Callable[..., list[Row]]) -> None:
+    rows = fire("batched")
+    assert statuses(rows) == {"200": BURST}
+    sizes = [int(r["batchSize"]) for r in rows]
+    assert max(sizes) > 1
+    assert max(sizes) <= BROWSER_CONNECTIONS  # never more at once than the browser lets through
+    assert_bars_follow_server_timing(rows)
+
+
+def test_tickets_follow_each_ticket_to_its_result(fire: Callable[..., list[Row]]) -> None:
+    # While queued, a row shows its live position and ETA (from following its ticket).
+    rows = fire(
+        "tickets",
+        while_running="""[...document.querySelectorAll("#rows tbody tr")].some(
+            (tr) => tr.dataset.jobStatus === "queued" && /앞에 [1-9]\\d*개 · 예상 [0-9.]+초/.test(tr.innerText))""",
+    )
+    assert statuses(rows) == {"202": BURST}
+    assert all(r["jobStatus"] == "done" for r in rows)
+    for row in rows:
+        assert float(row["etaS"]) > 0 and float(row["actualS"]) >= float(row["inferMs"]) / 1000
+        assert "약속" in row["shown"] and "실제" in row["shown"]
+        assert row["ticketPx"] > 0  # the blue 202 turnaround
+    # One lane, one job at a time: the last ticket really waited for the others.
+    assert max(float(r["actualS"]) for r in rows) >= 0.9 * BURST * SECONDS_PER_REVIEW
+    assert_bars_follow_server_timing(rows)
+
+
+def test_repeated_review_is_answered_from_the_cache_the_second_time(page: Page) -> None:
+    def fire_same(n: int) -> list[Row]:
+        page.check("input[name=path][value=naive]")
+        page.check("input[name=mode][value=repeat]")
+        page.fill("#burst-size", str(n))
+        page.click("#fire")
+        page.wait_for_selector("#burst-status[data-state=done]", timeout=90_000)
+        rows: list[Row] = page.evaluate(READ_ROWS)
+        return rows
+
+    fire_same(2)  # both may infer: nothing merges identical requests in flight
+    again = fire_same(BURST)
+    assert statuses(again) == {"200": BURST}
+    assert all(r["cache"] == "hit" and float(r["inferMs"]) == 0 and r["inferPx"] == 0 for r in again)
+    assert f"캐시 적중 {BURST}" in page.inner_text("#summary")
+
+
+def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callable[..., list[Row]]) -> None:
+    for path in ("naive", "limited", "batched", "tickets"):
+        fire(path)
+    page.reload()
+    cards = page.eval_on_selector_all(
+        "#compare-cards .compare-card:not(.empty)", "cards => cards.map((c) => [c.dataset.path, c.innerText])"
+    )
+    assert [path for path, _ in cards] == ["naive", "limited", "batched", "tickets"]
+    shown = dict(cards)
+    assert "200×5 429×7" in shown["limited"] and "202×12" in shown["tickets"]
+    assert page.locator("#compare-chart svg rect").count() == 8  # p50 and p95 for each of the four
+    page.check("input[name=path][value=limited]")
+    restored = page.evaluate(READ_ROWS)
+    assert statuses(restored) == {"200": 5, "429": 7}
+    page.screenshot(path=str(SCREENSHOTS / "burst-compare.png"), full_page=True)
