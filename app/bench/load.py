@@ -376,7 +376,7 @@ def draw_chart(result: LoadResult, png: Path) -> None:
     if config.mode == "open" and config.burst:
         load = f"bursts of {config.burst} every {config.every_s:g} s"
     elif config.mode == "open":
-        load = f"{config.rate:g}/s open loop"
+        load = f"{config.rate:.2f}/s open loop"
     top.set_title(f"{config.path}: {load}, {config.duration_s:g} s")
     seconds = math.ceil(max([o.due_at + o.latency_s for o in result.outcomes] or [1.0]))
     bins = list(range(seconds + 1))

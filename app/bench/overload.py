@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, run_load, write_result
+from app.bench.load import LoadConfig, LoadResult, Outcome, draw_chart, run_load, write_result
 from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
 from app.settings import PROJECT_ROOT, Settings
 
@@ -231,6 +231,10 @@ def fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def skipped_cell(skipped: dict[str, int] | None) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in (skipped or {}).items()) or "–"
+
+
 def counts_cell(summary: dict[str, Any]) -> str:
     counts = summary["counts"]
     return f"{summary['sent']} = " + " + ".join(f"{n} {k}" for k, n in counts.items())
@@ -280,7 +284,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{fmt(s.get('useful_lane_share'))} | "
             f"{fmt(s['rejection_latency_s']['p50'])} / {fmt(s['rejection_latency_s']['p99'])} | "
             f"{fmt(s['ok_latency_s']['p50'])} / {fmt(s['ok_latency_s']['p99'])} | "
-            f"{lane.get('skipped')} | {fmt(row['cgroup_peak_mib'])} |"
+            f"{skipped_cell(lane.get('skipped'))} | {fmt(row['cgroup_peak_mib'])} |"
         )
     lines += ["", "## Honest hints", ""]
     for row in rows:
@@ -335,6 +339,7 @@ def resummarized(result_json: Path) -> dict[str, Any]:
     summary = result.summary()
     saved["summary"] = summary
     result_json.write_text(json.dumps(saved, indent=1, ensure_ascii=False), encoding="utf-8")
+    draw_chart(result, result_json.with_suffix(".png"))
     return summary
 
 
