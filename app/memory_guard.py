@@ -32,35 +32,46 @@ class MemoryCost:
     per_char: float
     per_char2: float
     margin: float = 1.25
+    # When the readings could not separate the two terms: the larger of the two one-term fits,
+    # so a long review is never priced as if attention cost nothing.
+    either: bool = False
 
     def bytes_for(self, text: str) -> int:
         n = len(text)
-        return int(self.margin * (self.per_char * n + self.per_char2 * n * n))
+        linear, quadratic = self.per_char * n, self.per_char2 * n * n
+        return int(self.margin * (max(linear, quadratic) if self.either else linear + quadratic))
 
     @classmethod
-    def fit(cls, short: tuple[int, int], long: tuple[int, int]) -> "MemoryCost":
-        """From two (characters, bytes) measurements; never negative terms."""
-        (n1, m1), (n2, m2) = short, long
-        m1, m2 = max(m1, 0), max(m2, 0)
-        per_char2 = (m2 / n2 - m1 / n1) / (n2 - n1)
-        if per_char2 < 0:
-            return cls(per_char=max(m1 / n1, m2 / n2), per_char2=0.0)
-        return cls(per_char=max(m1 / n1 - per_char2 * n1, 0.0), per_char2=per_char2)
+    def fit(cls, points: list[tuple[int, int]]) -> "MemoryCost":
+        """From three (characters, RSS after a run of that length) readings, in increasing length.
+
+        Only differences are used: what the first run needed is already partly in RSS from
+        earlier work, but each longer run adds exactly what it needs beyond the shorter one.
+        Never negative terms.
+        """
+        (n1, r1), (n2, r2), (n3, r3) = points
+        d12, d23 = max(r2 - r1, 0), max(r3 - r2, 0)
+        # d12 = a (n2 - n1) + b (n2² - n1²);  d23 = a (n3 - n2) + b (n3² - n2²)
+        per_char2 = (d23 / (n3 - n2) - d12 / (n2 - n1)) / (n3 - n1)
+        per_char = d12 / (n2 - n1) - per_char2 * (n2 + n1)
+        if per_char2 < 0 or per_char < 0:
+            grown = d12 + d23
+            return cls(per_char=grown / (n3 - n1), per_char2=grown / (n3 * n3 - n1 * n1), either=True)
+        return cls(per_char=per_char, per_char2=per_char2)
 
 
 def measure_cost(scorer: Scorer, sample: str, rss: Callable[[], int] = current_rss) -> MemoryCost:
-    """Run two longer reviews (built from `sample`) and fit the memory they added.
+    """Run three longer reviews (built from `sample`) and fit the memory each longer one added.
 
-    onnxruntime keeps its arena after a run, so RSS growth from before the first run to
-    after each run is that length's working memory. Call it before any long review ran.
+    onnxruntime keeps its arena after a run, so the RSS a longer review adds over a shorter
+    one is the extra working memory it needs.
     """
     points = []
-    before = rss()
-    for n in (60, 180):
+    for n in (60, 180, 360):
         text = (sample * (n // max(len(sample), 1) + 1))[:n]
         scorer.score([text])
-        points.append((n, rss() - before))
-    return MemoryCost.fit(points[0], points[1])
+        points.append((n, rss()))
+    return MemoryCost.fit(points)
 
 
 class MemoryGuard:
