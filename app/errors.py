@@ -56,6 +56,28 @@ class InvalidReview(LabError):
     status, code = 422, "invalid_review"
 
 
+class InvalidJob(LabError):
+    """A ticket option out of bounds (e.g. `max_time_in_queue_s`)."""
+
+    status, code = 422, "invalid_job"
+
+
+class WebhookRefused(LabError):
+    """The webhook target is not allowed (scheme, unresolvable, or a private address: SSRF guard)."""
+
+    status, code = 422, "webhook_refused"
+
+
+class IdempotencyConflict(LabError):
+    """The Idempotency-Key was already used with a different body."""
+
+    status, code = 409, "idempotency_key_reused"
+
+
+class JobAlreadyFinished(LabError):
+    status, code = 409, "job_already_finished"
+
+
 def retry_after_header(seconds: float) -> str:
     """Whole seconds, rounded up, never below 1: a hint of 0 invites a stampede."""
     return str(max(1, math.ceil(seconds)))

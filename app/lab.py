@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.cache import ResultCache
-from app.jobs.store import JobStore, MemoryJobStore
+from app.jobs.factory import open_store
+from app.jobs.store import JobStore
+from app.jobs.webhooks import open_webhooks
 from app.lane import InferenceLane
 from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, SlowedScorer, load_topics
@@ -37,12 +39,6 @@ class Lab:
     @property
     def healthy(self) -> bool:
         return self.lane.alive and self.tickets.worker_alive
-
-
-def open_store(url: str, settings: Settings) -> JobStore:
-    if url.startswith("memory://"):
-        return MemoryJobStore(keep_s=settings.jobs_keep_s)
-    raise ValueError(f"unsupported LAB_JOB_STORE {url!r}; expected memory://")
 
 
 def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
@@ -99,16 +95,16 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         scorer, manifest = load_scorer(settings)
     else:
         manifest = {"name": type(scorer).__name__, "weights": "fake"}
+    store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
-    store = open_store(settings.job_store, settings)
     tickets: TicketService | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
         guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
-        tickets = TicketService(store, lane, cache, max_queued=settings.queue_max_jobs)
+        tickets = TicketService(store, lane, cache, settings, open_webhooks(settings, store, manifest))
         tickets.start()
         yield Lab(
             settings=settings,

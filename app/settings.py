@@ -41,8 +41,29 @@ class Settings(BaseSettings):
 
     # Path 4: tickets waiting beyond this are refused with 429.
     queue_max_jobs: int = 20
-    job_store: str = "memory://"
+    # Where tickets live: memory:// (lost on restart), sqlite:///data/jobs.db (relative to
+    # the project root; sqlite:////abs/path.db), or redis://127.0.0.1:6379/0?prefix=lab:jobs.
+    job_store: str = "sqlite:///data/jobs.db"
     jobs_keep_s: float = 3600.0
+    # A running job's owner renews its lease; a box that dies loses its jobs after this.
+    job_lease_s: float = 10.0
+    # Claims per job, a run lost to a crash included; then the job ends failed.
+    job_max_attempts: int = 3
+    # Backoff before a retry: this, doubled per attempt, capped at 60 s.
+    job_retry_backoff_s: float = 1.0
+    # A job still queued after this expires without reaching the model; a request may ask
+    # for between 1 s and the cap.
+    job_max_time_in_queue_s: float = 600.0
+    job_max_time_in_queue_cap_s: float = 3600.0
+    # How often an idle worker and an event stream look at a store other boxes share.
+    job_poll_s: float = 0.25
+    # Webhooks (Standard Webhooks): secret as `whsec_<base64>`; unset refuses webhook_url.
+    webhook_secret: str | None = None
+    webhook_max_attempts: int = 5
+    webhook_retry_backoff_s: float = 1.0
+    webhook_timeout_s: float = 5.0
+    # Lets webhooks reach loopback/private addresses (tests; never on a shared box).
+    webhook_allow_private: bool = False
 
     # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
     # when current RSS plus one inference's measured memory would pass the cap.

@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,12 +17,15 @@ LabClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
-def lab_client() -> LabClientFactory:
-    """`async with lab_client(scorer, limited_seats=2) as client:` runs a whole lab in-process."""
+def lab_client(tmp_path: Path) -> LabClientFactory:
+    """`async with lab_client(scorer, limited_seats=2) as client:` runs a whole lab in-process.
+
+    Tickets go to the default store kind (sqlite) in a file private to the test.
+    """
 
     @asynccontextmanager
     async def open_client(scorer: GatedScorer, **overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        settings = Settings(warmup=False, **overrides)
+        settings = Settings(**{"warmup": False, "job_store": f"sqlite:///{tmp_path / 'jobs.db'}", **overrides})
         app = create_app(settings, scorer)
         async with LifespanManager(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)

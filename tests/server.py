@@ -1,6 +1,7 @@
 """A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,8 @@ class LiveServer:
 def live_server(**settings: str) -> Iterator[LiveServer]:
     """`with live_server(LAB_LIMITED_SEATS="2") as server:` runs uvicorn until the block ends."""
     port = free_port()
-    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), **settings}
+    data_dir = tempfile.mkdtemp(prefix="lab-server-data-")  # tickets default to a sqlite file of its own
+    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data_dir}/jobs.db", **settings}
     with tempfile.NamedTemporaryFile(prefix="lab-server-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(
@@ -51,3 +53,4 @@ def live_server(**settings: str) -> Iterator[LiveServer]:
     finally:
         stop_process(process, limit_s=15)
         log_path.unlink(missing_ok=True)
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -1,29 +1,58 @@
-"""Path 4: submit a review for a ticket, then ask how it stands."""
+"""Path 4: submit a review for a ticket, ask how it stands, follow it as events, or cancel it."""
 
-from typing import Any
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field, StrictStr
 
-from app.api.deps import INPUT_ERRORS, ReviewText, get_lab
-from app.jobs.models import JobStatus
-from app.responses import server_timing
-from app.strategies.tickets import Ticket
+from app.api.deps import INPUT_ERRORS, get_lab, review_text
+from app.jobs.models import JobStatus, WebhookState
+from app.responses import ReviewIn, server_timing
+from app.strategies.tickets import JobRequest, Ticket
 
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+
+
+class JobIn(ReviewIn):
+    """A review to score later, with optional ticket options."""
+
+    webhook_url: StrictStr | None = Field(
+        None, description="POSTed a signed payload (Standard Webhooks) when the job ends; public addresses only."
+    )
+    max_time_in_queue_s: float | None = Field(
+        None, description="Expire the job if it is still queued after this many seconds (bounded by the server)."
+    )
 
 
 class JobOut(BaseModel):
     job_id: str
     status: JobStatus
-    position: int | None = Field(None, description="Jobs ahead of this one, the running one included")
+    position: int | None = Field(None, description="Jobs ahead of this one, the running ones included")
     eta_seconds: float | None = Field(None, description="Estimated seconds until done, from measured service time")
     result: list[dict[str, Any]] | None = None
     error: str | None = None
     waited_ms: float | None = None
     inference_ms: float | None = None
     attempts: int = 0
+    enqueued_at: float | None = Field(None, description="Epoch seconds")
+    started_at: float | None = None
+    finished_at: float | None = None
+    expires_at: float | None = Field(None, description="Still queued after this → expired (epoch seconds)")
+    webhook_state: WebhookState | None = None
+    webhook_attempts: int = 0
+
+
+async def job_request(
+    job: JobIn,
+    request: Request,
+    idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
+) -> JobRequest:
+    text = await review_text(job, request)
+    return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
 
 
 def ticket_body(ticket: Ticket) -> dict[str, Any]:
@@ -38,6 +67,12 @@ def ticket_body(ticket: Ticket) -> dict[str, Any]:
         waited_ms=job.waited_ms,
         inference_ms=job.inference_ms,
         attempts=job.attempts,
+        enqueued_at=job.enqueued_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        expires_at=job.expires_at,
+        webhook_state=job.webhook_state,
+        webhook_attempts=job.webhook_attempts,
     ).model_dump(mode="json")
 
 
@@ -46,19 +81,36 @@ def ticket_headers(ticket: Ticket) -> dict[str, str]:
     headers = {"Location": f"/api/queue/jobs/{job.id}", "X-Cache": "hit" if ticket.cache_hit else "miss"}
     if job.status is JobStatus.DONE and job.waited_ms is not None:
         headers["Server-Timing"] = server_timing(job.waited_ms / 1000, (job.inference_ms or 0.0) / 1000)
+    if ticket.replayed:
+        headers["Idempotent-Replayed"] = "true"
     return headers
+
+
+def sse_event(ticket: Ticket | None, event_id: int) -> str:
+    """One server-sent event: `status` with the GET body as data, or a keep-alive comment."""
+    if ticket is None:
+        return ": still waiting\n\n"
+    data = json.dumps(ticket_body(ticket), ensure_ascii=False)
+    return f"id: {event_id}\nevent: status\ndata: {data}\n\n"
 
 
 @router.post(
     "/jobs",
     status_code=202,
     response_model=JobOut,
-    responses={**INPUT_ERRORS, 429: {"description": "Too many tickets waiting; see Retry-After"}},
+    responses={
+        **INPUT_ERRORS,
+        409: {"description": "Idempotency-Key already used with a different body"},
+        429: {"description": "Too many tickets waiting; see Retry-After"},
+    },
     summary="④ tickets: get a ticket at once",
 )
-async def submit_job(text: ReviewText, request: Request) -> JSONResponse:
-    """Answers 202 at once with a ticket id, your position and an ETA; ask again later."""
-    ticket = await get_lab(request).tickets.submit(text)
+async def submit_job(job: Annotated[JobRequest, Depends(job_request)], request: Request) -> JSONResponse:
+    """Answers 202 at once with a ticket id, your position and an ETA; ask again later.
+
+    The same `Idempotency-Key` with the same body returns the same ticket.
+    """
+    ticket = await get_lab(request).tickets.submit(job)
     return JSONResponse(ticket_body(ticket), status_code=202, headers=ticket_headers(ticket))
 
 
@@ -66,6 +118,39 @@ async def submit_job(text: ReviewText, request: Request) -> JSONResponse:
     "/jobs/{job_id}", response_model=JobOut, responses={404: {"description": "No such job"}}, summary="④ ticket status"
 )
 async def get_job(job_id: str, request: Request) -> JSONResponse:
-    """queued (with position and ETA), running, done (with the topics) or failed."""
+    """queued (with position and ETA), running, done (with the topics), failed, expired or canceled."""
     ticket = await get_lab(request).tickets.status(job_id)
     return JSONResponse(ticket_body(ticket), headers=ticket_headers(ticket))
+
+
+@router.delete(
+    "/jobs/{job_id}",
+    response_model=JobOut,
+    responses={404: {"description": "No such job"}, 409: {"description": "The job has already ended"}},
+    summary="④ cancel a ticket",
+)
+async def cancel_job(job_id: str, request: Request) -> JSONResponse:
+    """A queued job never reaches the model; a running one is marked canceled and its result discarded."""
+    ticket = await get_lab(request).tickets.cancel(job_id)
+    return JSONResponse(ticket_body(ticket), headers=ticket_headers(ticket))
+
+
+@router.get(
+    "/jobs/{job_id}/events",
+    responses={200: {"content": {"text/event-stream": {}}}, 404: {"description": "No such job"}},
+    summary="④ follow a ticket as server-sent events",
+)
+async def job_events(job_id: str, request: Request) -> StreamingResponse:
+    """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
+    tickets = get_lab(request).tickets
+    await tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
+
+    async def stream() -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        event_id = 0
+        async for ticket in tickets.follow(job_id):
+            event_id += ticket is not None
+            yield sse_event(ticket, event_id)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

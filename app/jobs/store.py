@@ -1,83 +1,94 @@
-"""Where ticket jobs live; the service talks to this interface, never to a backend."""
+"""Where ticket jobs live: one interface, three backends (memory, sqlite, redis).
 
-import time
-from collections import Counter, OrderedDict
+The service decides every transition; a store only keeps records and makes each write
+atomic and conditional (`Expect`), so a crash or a second box can never run a job twice
+at once or change a finished one.
+"""
+
 from typing import Protocol
 
-from app.jobs.models import Job, JobStatus
+from app.jobs.models import Expect, Job, JobStatus
+
+# How many queued jobs one claim looks at to find one that is due (skipping retries
+# still backing off and jobs past their deadline, which the keeper expires).
+CLAIM_SCAN = 200
+
+
+class QueueFull(Exception):
+    """`add` refused a queued job: `max_queued` jobs were already waiting."""
+
+    def __init__(self, queued: int) -> None:
+        super().__init__(f"{queued} jobs queued")
+        self.queued = queued
 
 
 class JobStore(Protocol):
-    async def add(self, job: Job) -> None: ...
+    async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
+        """Store a new job and give it its `seq`. If its idempotency key is already
+        held, store nothing and return the job holding it, with created = False.
+        A queued job is refused with QueueFull when `max_queued` already wait: checked
+        in the same atomic step as the insert, so a burst cannot slip past the cap."""
 
     async def get(self, job_id: str) -> Job | None: ...
 
-    async def claim_next(self) -> Job | None:
-        """Atomically take the oldest queued job and mark it running (attempts + 1)."""
+    async def get_by_idempotency_key(self, key: str) -> Job | None: ...
 
-    async def save(self, job: Job) -> None:
-        """Record a running job's terminal state."""
+    async def claim_next(self, owner: str, lease_s: float, now: float) -> Job | None:
+        """Atomically take the oldest due queued job and mark it running for `owner`
+        (attempts + 1, lease until now + lease_s)."""
+
+    async def replace(self, job: Job, expect: Expect) -> bool:
+        """Write `job` whole if the stored one still matches `expect`; False otherwise."""
+
+    async def heartbeat(self, owner: str, lease_s: float, now: float) -> set[str]:
+        """Renew `owner`'s leases; return the ids it still holds running (a job missing
+        from the answer was canceled or taken away, so its run must stop)."""
+
+    async def lapsed(self, now: float) -> list[Job]:
+        """Running jobs whose lease ran out: their owner died or stalled."""
+
+    async def overdue(self, now: float) -> list[Job]:
+        """Queued jobs never started whose queue deadline passed."""
+
+    async def webhooks_due(self, now: float, limit: int) -> list[Job]: ...
 
     async def position(self, job_id: str) -> int | None:
-        """0-based place among queued jobs; None if not queued."""
+        """Queued jobs ahead of this one (0-based); None if it is not queued."""
 
     async def queued_count(self) -> int: ...
 
-    async def counts(self) -> dict[str, int]: ...
+    async def counts(self) -> dict[str, int]:
+        """Jobs per status, every status present."""
+
+    async def live_workers(self, now: float) -> int:
+        """Workers that renewed their heartbeat recently (at least 1 for ETA maths)."""
+
+    async def forget_finished(self, before: float) -> int:
+        """Drop terminal jobs finished before `before` (and their idempotency keys)."""
 
     async def close(self) -> None: ...
 
 
-class MemoryJobStore:
-    """Jobs in this process's memory: fast, and gone when the process dies."""
+def empty_counts() -> dict[str, int]:
+    return {status.value: 0 for status in JobStatus}
 
-    def __init__(self, keep_s: float = 3600.0) -> None:
-        self._jobs: dict[str, Job] = {}
-        self._queued: OrderedDict[str, None] = OrderedDict()
-        self._keep_s = keep_s
 
-    async def add(self, job: Job) -> None:
-        self._forget_old()
-        self._jobs[job.id] = job
-        if job.status is JobStatus.QUEUED:
-            self._queued[job.id] = None
+def is_due(job: Job, now: float) -> bool:
+    """Claimable now: queued, past its retry backoff, and not past its queue deadline."""
+    if job.status is not JobStatus.QUEUED or job.run_at > now:
+        return False
+    return not is_overdue(job, now)
 
-    async def get(self, job_id: str) -> Job | None:
-        return self._jobs.get(job_id)
 
-    async def claim_next(self) -> Job | None:
-        if not self._queued:
-            return None
-        job_id, _ = self._queued.popitem(last=False)
-        job = self._jobs[job_id]
-        job.status = JobStatus.RUNNING
-        job.started_at = time.time()
-        job.attempts += 1
-        return job
+def is_overdue(job: Job, now: float) -> bool:
+    """A deadline applies only while a job has never reached the model."""
+    return job.status is JobStatus.QUEUED and job.attempts == 0 and job.expires_at is not None and job.expires_at < now
 
-    async def save(self, job: Job) -> None:
-        self._jobs[job.id] = job
 
-    async def position(self, job_id: str) -> int | None:
-        if job_id not in self._queued:
-            return None
-        for index, queued_id in enumerate(self._queued):
-            if queued_id == job_id:
-                return index
-        return None
-
-    async def queued_count(self) -> int:
-        return len(self._queued)
-
-    async def counts(self) -> dict[str, int]:
-        counted = Counter(job.status.value for job in self._jobs.values())
-        return {status.value: counted.get(status.value, 0) for status in JobStatus}
-
-    async def close(self) -> None:
-        return None
-
-    def _forget_old(self) -> None:
-        cutoff = time.time() - self._keep_s
-        old = [j.id for j in self._jobs.values() if j.status.terminal and (j.finished_at or 0) < cutoff]
-        for job_id in old:
-            del self._jobs[job_id]
+def claimed(job: Job, owner: str, lease_s: float, now: float) -> Job:
+    job.status = JobStatus.RUNNING
+    job.owner = owner
+    job.attempts += 1
+    job.started_at = now
+    job.lease_until = now + lease_s
+    return job

@@ -1,0 +1,222 @@
+"""Webhooks on a job's terminal state: signed per Standard Webhooks, retried, and never aimed inside.
+
+The delivery state lives on the job record, so a restart resumes it; `webhook-id` is
+derived from the job id, so every retry (and every box) sends the same one.
+"""
+
+import asyncio
+import copy
+import ipaddress
+import json
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from standardwebhooks.webhooks import Webhook
+
+from app.errors import WebhookRefused
+from app.jobs.models import Expect, Job, JobStatus, WebhookState
+from app.jobs.store import JobStore
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_URL_CHARS = 2000
+DUE_PER_ROUND = 20
+
+
+def is_blocked(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Anything not globally routable: loopback, private, link-local (cloud metadata
+    169.254.169.254), carrier-grade NAT, reserved, multicast; IPv4 inside IPv6 too."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_global or address.is_multicast
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A checked webhook URL and the one address to connect to (no second DNS answer)."""
+
+    url: str
+    host: str
+    address: str
+
+
+async def resolve_target(url: str, *, allow_private: bool) -> Target:
+    """Refuse a URL that is not http(s) or that resolves to any blocked address."""
+    if len(url) > MAX_URL_CHARS:
+        raise WebhookRefused(f"`webhook_url` is longer than {MAX_URL_CHARS} characters.")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookRefused("`webhook_url` must be an http:// or https:// URL with a host.")
+    if parts.username is not None or parts.password is not None:
+        raise WebhookRefused("`webhook_url` must not carry credentials.")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise WebhookRefused("`webhook_url` has an invalid port.") from None
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise WebhookRefused(f"`webhook_url` host {parts.hostname!r} does not resolve.") from None
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    blocked = sorted({str(a) for a in addresses if is_blocked(a)})
+    if blocked and not allow_private:
+        raise WebhookRefused(
+            f"`webhook_url` host {parts.hostname!r} resolves to a non-public address ({', '.join(blocked)}); "
+            "webhooks only go to public addresses."
+        )
+    return Target(url=url, host=parts.hostname, address=str(addresses[0]))
+
+
+def pinned_url(target: Target) -> str:
+    """The same URL with the checked address as host, so the connection goes where we checked."""
+    parts = urlsplit(target.url)
+    host = f"[{target.address}]" if ":" in target.address else target.address
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def payload(job: Job, model: str) -> dict[str, Any]:
+    """Shaped like a hosted async-inference callback: type, time, and data with the output or null."""
+    return {
+        "type": f"review.job.{job.status.value}",
+        "timestamp": _iso(job.finished_at),
+        "data": {
+            "id": job.id,
+            "model": model,
+            "status": job.status.value,
+            "output": job.result if job.status is JobStatus.DONE else None,
+            "errors": [] if job.error is None else [job.error],
+            "attempts": job.attempts,
+            "enqueued_at": _iso(job.enqueued_at),
+            "started_at": _iso(job.started_at),
+            "finished_at": _iso(job.finished_at),
+            "waited_ms": job.waited_ms,
+            "inference_ms": job.inference_ms,
+        },
+    }
+
+
+def webhook_id(job: Job) -> str:
+    return f"msg_{job.id}"
+
+
+class WebhookSigner:
+    """`WebhookSigner("whsec_…").headers(msg_id, body)`: the three Standard Webhooks headers."""
+
+    def __init__(self, secret: str) -> None:
+        self._webhook = Webhook(secret)
+
+    def headers(self, msg_id: str, body: str, now: datetime | None = None) -> dict[str, str]:
+        now = now or datetime.now(tz=UTC)
+        return {
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": self._webhook.sign(msg_id, now, body),
+        }
+
+
+class WebhookDispatcher:
+    """Delivers due webhooks one by one; each attempt is claimed in the store first, so two
+    boxes never send the same attempt, and a box that dies mid-send is retried later."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        signer: WebhookSigner,
+        *,
+        model: str,
+        allow_private: bool,
+        max_attempts: int,
+        backoff_s: float,
+        timeout_s: float,
+    ) -> None:
+        self._store = store
+        self._signer = signer
+        self._model = model
+        self._allow_private = allow_private
+        self._max_attempts = max_attempts
+        self._backoff_s = backoff_s
+        self._timeout_s = timeout_s
+        # No redirects (a 3xx could point inside) and no proxy from the environment.
+        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def deliver_due(self) -> int:
+        """One round: every pending delivery whose time came. Returns how many were attempted."""
+        attempted = 0
+        for job in await self._store.webhooks_due(time.time(), DUE_PER_ROUND):
+            if await self._deliver(job):
+                attempted += 1
+        return attempted
+
+    async def _deliver(self, job: Job) -> bool:
+        claim = copy.deepcopy(job)
+        claim.webhook_attempts += 1
+        # If this box dies mid-send, the attempt is due again once this passes.
+        claim.webhook_next_at = time.time() + self._timeout_s + 5.0
+        if not await self._store.replace(claim, Expect(job.status, webhook_attempts=job.webhook_attempts)):
+            return False  # another box took this attempt
+        error = await self.send(claim)
+        outcome = copy.deepcopy(claim)
+        outcome.webhook_error = error
+        if error is None:
+            outcome.webhook_state, outcome.webhook_next_at = WebhookState.DELIVERED, None
+        elif claim.webhook_attempts >= self._max_attempts:
+            outcome.webhook_state, outcome.webhook_next_at = WebhookState.FAILED, None
+        else:
+            delay = self._backoff_s * 2 ** (claim.webhook_attempts - 1)
+            outcome.webhook_next_at = time.time() + delay
+        if error is not None:
+            log.warning("webhook for job %s, attempt %d: %s", job.id, claim.webhook_attempts, error)
+        await self._store.replace(outcome, Expect(job.status, webhook_attempts=claim.webhook_attempts))
+        return True
+
+    async def send(self, job: Job) -> str | None:
+        """POST the signed payload; None on 2xx, else the reason (the guard runs again here)."""
+        assert job.webhook_url is not None
+        try:
+            target = await resolve_target(job.webhook_url, allow_private=self._allow_private)
+        except WebhookRefused as refused:
+            return f"refused at connect time: {refused.message}"
+        body = json.dumps(payload(job, self._model), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        headers = {**self._signer.headers(webhook_id(job), body), "content-type": "application/json"}
+        headers["host"] = urlsplit(job.webhook_url).netloc
+        try:
+            response = await self._client.post(
+                pinned_url(target),
+                content=body.encode(),
+                headers=headers,
+                extensions={"sni_hostname": target.host},
+            )
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if response.is_success:
+            return None
+        return f"receiver answered {response.status_code}"
+
+
+def open_webhooks(settings: Settings, store: JobStore, manifest: dict[str, Any]) -> WebhookDispatcher | None:
+    """None when no secret is set: unsigned webhooks are not sent, so `webhook_url` is refused."""
+    if settings.webhook_secret is None:
+        return None
+    return WebhookDispatcher(
+        store,
+        WebhookSigner(settings.webhook_secret),
+        model=str(manifest.get("name", "unknown")),
+        allow_private=settings.webhook_allow_private,
+        max_attempts=settings.webhook_max_attempts,
+        backoff_s=settings.webhook_retry_backoff_s,
+        timeout_s=settings.webhook_timeout_s,
+    )
