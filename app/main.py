@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api import info, page, predict, tickets
-from app.api.deps import document_review_limits
+from app.api.deps import document_limits
 from app.errors import install_error_handlers
 from app.lab import open_lab
 from app.middleware import LabMiddleware
@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.include_router(info.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")
-    document_review_limits(app, settings.max_text_chars)
+    document_limits(app, settings)
     return app
 
 

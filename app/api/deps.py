@@ -8,6 +8,8 @@ from fastapi import Depends, FastAPI, Request
 from app.errors import InvalidReview
 from app.lab import Lab
 from app.responses import ReviewIn
+from app.settings import Settings
+from app.strategies.tickets import MIN_TIME_IN_QUEUE_S
 
 
 def get_lab(request: Request) -> Lab:
@@ -41,15 +43,21 @@ INPUT_ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-def document_review_limits(app: FastAPI, max_text_chars: int) -> None:
-    """Put the configured text limit into the OpenAPI document, so clients and fuzzers see the real contract."""
+def document_limits(app: FastAPI, settings: Settings) -> None:
+    """Put the configured input limits into the OpenAPI document, so clients and fuzzers see the real contract."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
-            text = schema["components"]["schemas"]["ReviewIn"]["properties"]["text"]
-            text["maxLength"] = max_text_chars
+            models = schema["components"]["schemas"]
+            for name in ("ReviewIn", "JobIn"):
+                if name in models:
+                    models[name]["properties"]["text"]["maxLength"] = settings.max_text_chars
+            if "max_time_in_queue_s" in models.get("JobIn", {}).get("properties", {}):
+                bound = models["JobIn"]["properties"]["max_time_in_queue_s"]
+                bound["minimum"] = MIN_TIME_IN_QUEUE_S
+                bound["maximum"] = settings.job_max_time_in_queue_cap_s
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import platform
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -134,8 +135,10 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
     duration = min(scenario.duration_s, 8.0) if quick else scenario.duration_s
     log_path = out_dir / f"overload-{scenario.name}.log"
     load_before = os.getloadavg()
-    with MemoryCgroup(LAB_CAP_BYTES) as group:
-        server = CappedServer(group, model_dir, log_path, **scenario.settings)
+    # Each server gets a ticket store of its own, so no scenario inherits another's queue.
+    with MemoryCgroup(LAB_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-overload-") as data:
+        settings = {"LAB_JOB_STORE": f"sqlite:///{data}/jobs.db", **scenario.settings}
+        server = CappedServer(group, model_dir, log_path, **settings)
         with server:
             assert server.process is not None
             service_s = asyncio.run(capacity_s(server.url))

@@ -89,6 +89,17 @@ async def test_openapi_states_the_text_contract(lab_client: LabClientFactory) ->
     """The fuzzer believed a blank or overlong text was valid; the document now says what the server enforces."""
     async with lab_client(GatedScorer(gated=False), max_text_chars=123) as client:
         documented = (await client.get("/api/openapi.json")).json()
-    text = documented["components"]["schemas"]["ReviewIn"]["properties"]["text"]
-    assert text["maxLength"] == 123
-    assert text["pattern"] == r"\S"
+    for model in ("ReviewIn", "JobIn"):
+        text = documented["components"]["schemas"][model]["properties"]["text"]
+        assert text["maxLength"] == 123
+        assert text["pattern"] == r"\S"
+
+
+async def test_openapi_states_the_ticket_queue_time_bounds(lab_client: LabClientFactory) -> None:
+    """Found by the fuzz: max_time_in_queue_s = 0 was schema-valid but refused; the bounds are now documented."""
+    async with lab_client(GatedScorer(gated=False), job_max_time_in_queue_cap_s=900) as client:
+        documented = (await client.get("/api/openapi.json")).json()
+        refused = await client.post("/api/queue/jobs", json={"text": "곧 만료될 리뷰", "max_time_in_queue_s": 0})
+    bound = documented["components"]["schemas"]["JobIn"]["properties"]["max_time_in_queue_s"]
+    assert (bound["minimum"], bound["maximum"]) == (1.0, 900)
+    assert refused.status_code == 422 and "between 1 and 900" in refused.json()["detail"]

@@ -30,7 +30,8 @@ class Lab:
 
 @asynccontextmanager
 async def running_lab(scorer: GatedScorer, **overrides: Any) -> AsyncIterator[Lab]:
-    app = create_app(Settings(warmup=False, **overrides), scorer)
+    # Tickets play no part here: the in-memory store keeps the test free of files.
+    app = create_app(Settings(**{"warmup": False, "job_store": "memory://", **overrides}), scorer)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://lab", timeout=30) as client:

@@ -12,15 +12,15 @@ from app.settings import Settings
 from tests.fakes import GatedScorer
 
 
-async def load_in_process(config: LoadConfig, **overrides: Any) -> LoadResult:
-    app = create_app(Settings(warmup=False, **overrides), GatedScorer(gated=False))
+async def load_in_process(config: LoadConfig, store: str = "memory://", **overrides: Any) -> LoadResult:
+    app = create_app(Settings(warmup=False, job_store=store, **overrides), GatedScorer(gated=False))
     async with LifespanManager(app) as manager:
         return await run_load(config, transport=httpx.ASGITransport(app=manager.app))
 
 
 async def test_open_loop_follows_every_ticket_to_done(tmp_path: Path) -> None:
     config = LoadConfig(url="http://lab", path="tickets", mode="open", rate=400, duration_s=0.05, drain_s=30)
-    result = await load_in_process(config)
+    result = await load_in_process(config, store=f"sqlite:///{tmp_path / 'jobs.db'}")
     summary = write_result(result, tmp_path / "tickets")
     assert summary["sent"] == 20 and summary["counts"] == {"ok": 20} and summary["unexplained"] == 0
     assert summary["eta"]["tickets"] == 20
