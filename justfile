@@ -64,3 +64,15 @@ _system-deps:
         $sudo apt-get update -q
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
     fi
+
+# Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
+load *ARGS:
+    python -m app.bench.load {{ARGS}}
+
+# Memory under a real 1.2 GiB cgroup cap (root): naive at 12 clients with and without the guard, paths 2-4 at 200 clients, 1,000 queued tickets.
+memcap:
+    flock /tmp/lab-cpu.lock python -m app.bench.overload --only naive-12,naive-12-long,naive-12-long-guard,limited-200,batched-200,tickets-200,tickets-1000-queued
+
+# Every overload figure (memory cap, 10x load for 60 s, honest hints) into static/bench/overload.md (~20 min, root).
+overload-report *ARGS:
+    flock /tmp/lab-cpu.lock python -m app.bench.overload {{ARGS}}

@@ -40,6 +40,18 @@ class InferenceFailed(LabError):
     status, code = 503, "inference_failed"
 
 
+class MemoryWouldNotFit(LabError):
+    """Naive guard: one more inference would push the process past the memory cap."""
+
+    status, code = 503, "memory_would_not_fit"
+
+
+class ClientGone(LabError):
+    """The client hung up while waiting; nobody reads this answer (nginx's 499)."""
+
+    status, code = 499, "client_gone"
+
+
 class InvalidReview(LabError):
     status, code = 422, "invalid_review"
 

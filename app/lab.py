@@ -1,5 +1,6 @@
 """Builds the lab's long-lived parts in order and tears them down in reverse."""
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import open_webhooks
 from app.lane import InferenceLane
+from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, SlowedScorer, load_topics
 from app.settings import Settings
 from app.strategies.batched import MicroBatcher
@@ -64,8 +66,26 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
 
 
 def warmup_text(settings: Settings) -> str:
-    samples = json.loads(settings.samples_file.read_text(encoding="utf-8"))
-    return str(samples[0]["text"])
+    """A sample review of median length: the service clock starts from what a typical review costs.
+
+    Cost grows with length; warming up on the shortest sample made the first ETAs and
+    Retry-After hints about half of the truth (measured in static/bench/overload.md).
+    """
+    samples = sorted((str(s["text"]) for s in json.loads(settings.samples_file.read_text(encoding="utf-8"))), key=len)
+    return samples[len(samples) // 2]
+
+
+async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
+    """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
+    if not settings.naive_memory_guard:
+        return None
+    cost = await asyncio.to_thread(measure_cost, scorer, warmup_text(settings))
+    log.warning(
+        "Naive memory guard on: cap %.0f MiB; a 200-character review measured at %.0f MiB.",
+        settings.memory_cap_bytes / 2**20,
+        cost.bytes_for("x" * 200) / 2**20,
+    )
+    return MemoryGuard(settings.memory_cap_bytes, cost)
 
 
 @asynccontextmanager
@@ -82,6 +102,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
+        guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         tickets = TicketService(store, lane, cache, settings, open_webhooks(settings, store, manifest))
         tickets.start()
@@ -90,9 +111,14 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             manifest=manifest,
             lane=lane,
             cache=cache,
-            naive=NaiveRunner(scorer),
+            naive=NaiveRunner(scorer, guard),
             limited=SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s),
-            batcher=MicroBatcher(lane, window_s=settings.batch_window_s, max_size=settings.batch_max),
+            batcher=MicroBatcher(
+                lane,
+                window_s=settings.batch_window_s,
+                max_size=settings.batch_max,
+                max_wait_s=settings.batch_max_wait_s,
+            ),
             tickets=tickets,
             store=store,
         )

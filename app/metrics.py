@@ -40,6 +40,9 @@ LANE_BUSY = Gauge("review_lane_busy", "1 while the single inference lane is runn
 LANE_SKIPPED = Counter(
     "review_lane_skipped_total", "Work dropped at the lane before inference, by reason (gone, deadline).", ["reason"]
 )
+CLIENT_GONE = Counter(
+    "review_client_gone_total", "Requests withdrawn because their client disconnected while waiting, by path.", ["path"]
+)
 
 # The answers each path is built to give, and the reasons it may refuse. Every such series
 # is created at 0 at import: Prometheus' rate() cannot see the increments that happened

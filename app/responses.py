@@ -15,7 +15,10 @@ class ReviewIn(BaseModel):
         extra="forbid", json_schema_extra={"examples": [{"text": "빵은 맛있는데 줄이 너무 길어요."}]}
     )
 
-    text: StrictStr = Field(description="The review, in Korean. Blank text is refused.")
+    # `pattern` documents "not blank" for clients and fuzzers; review_text() enforces it with a clear message.
+    text: StrictStr = Field(
+        description="The review, in Korean. Blank text is refused.", json_schema_extra={"pattern": r"\S"}
+    )
 
 
 class TopicOut(BaseModel):

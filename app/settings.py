@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     # Path 3: gather for this long after the first arrival, or until this many.
     batch_window_s: float = 0.025
     batch_max: int = 8
+    # Refuse (429) a newcomer whose predicted wait is longer than this; 0 admits everyone.
+    batch_max_wait_s: float = 0.0
 
     # Path 4: tickets waiting beyond this are refused with 429.
     queue_max_jobs: int = 20
@@ -62,6 +64,11 @@ class Settings(BaseSettings):
     webhook_timeout_s: float = 5.0
     # Lets webhooks reach loopback/private addresses (tests; never on a shared box).
     webhook_allow_private: bool = False
+
+    # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
+    # when current RSS plus one inference's measured memory would pass the cap.
+    naive_memory_guard: bool = False
+    memory_cap_bytes: int = int(1.2 * 2**30)
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0

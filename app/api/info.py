@@ -41,6 +41,7 @@ async def stats(request: Request) -> dict[str, Any]:
                 "in_flight": batcher.in_flight,
                 "waiting": batcher.waiting,
                 "last_batch": batcher.last_batch_size,
+                "skipped_gone": batcher.skipped_gone,
             },
             "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
         },

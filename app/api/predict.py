@@ -7,7 +7,8 @@ from fastapi.responses import JSONResponse
 
 from app import metrics
 from app.api.deps import INPUT_ERRORS, ReviewText, arrived_at, get_lab
-from app.errors import InferenceFailed
+from app.disconnect import unless_client_leaves
+from app.errors import InferenceFailed, LabError
 from app.responses import PredictionOut, prediction_response
 
 router = APIRouter(prefix="/api", tags=["predict"])
@@ -21,7 +22,12 @@ def cached_response(request: Request, path: str, text: str) -> JSONResponse | No
     return prediction_response(path, ranking, wait_s=0.0, infer_s=0.0, cache_hit=True)
 
 
-@router.post("/naive/predict", response_model=PredictionOut, responses=INPUT_ERRORS, summary="① naive: infer at once")
+@router.post(
+    "/naive/predict",
+    response_model=PredictionOut,
+    responses={**INPUT_ERRORS, 503: {"description": "Memory guard on and one more inference would not fit"}},
+    summary="① naive: infer at once",
+)
 def predict_naive(text: ReviewText, request: Request) -> JSONResponse:
     """Runs its own inference immediately on a server thread, beside every other request."""
     if (hit := cached_response(request, "naive", text)) is not None:
@@ -30,6 +36,8 @@ def predict_naive(text: ReviewText, request: Request) -> JSONResponse:
     wait_s = time.monotonic() - arrived_at(request)
     try:
         ranking, infer_s = lab.naive.run(text)
+    except LabError:
+        raise
     except Exception as exc:
         raise InferenceFailed(f"Inference failed: {exc}") from exc
     lab.cache.put(text, ranking)
@@ -53,7 +61,7 @@ async def predict_limited(text: ReviewText, request: Request) -> JSONResponse:
     if (hit := cached_response(request, "limited", text)) is not None:
         return hit
     lab = get_lab(request)
-    result, wait_s = await lab.limited.run(text)
+    result, wait_s = await unless_client_leaves(request, "limited", lab.limited.run(text))
     ranking = result.rankings[0]
     lab.cache.put(text, ranking)
     metrics.WAIT_SECONDS.labels("limited").observe(wait_s)
@@ -62,14 +70,17 @@ async def predict_limited(text: ReviewText, request: Request) -> JSONResponse:
 
 
 @router.post(
-    "/batched/predict", response_model=PredictionOut, responses=INPUT_ERRORS, summary="③ batched: ride a shared batch"
+    "/batched/predict",
+    response_model=PredictionOut,
+    responses={**INPUT_ERRORS, 429: {"description": "Predicted wait over LAB_BATCH_MAX_WAIT_S; see Retry-After"}},
+    summary="③ batched: ride a shared batch",
 )
 async def predict_batched(text: ReviewText, request: Request) -> JSONResponse:
     """Gathered with others for up to 25 ms (up to 8) and inferred as one batch."""
     if (hit := cached_response(request, "batched", text)) is not None:
         return hit
     lab = get_lab(request)
-    result = await lab.batcher.run(text)
+    result = await unless_client_leaves(request, "batched", lab.batcher.run(text))
     lab.cache.put(text, result.ranking)
     metrics.WAIT_SECONDS.labels("batched").observe(result.wait_s)
     metrics.INFERENCE_SECONDS.labels("batched").observe(result.infer_s)

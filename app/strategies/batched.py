@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app import metrics
-from app.errors import InferenceFailed
+from app.errors import BoxFull, InferenceFailed
 from app.lane import InferenceLane
 from app.model import Ranking
 
@@ -33,19 +33,25 @@ class MicroBatcher:
 
     A batch closes when it holds `max_size` requests ("full") or `window_s` after its
     first arrival ("timer"). A failure is set on every waiter of the batch; a waiter
-    whose client went away before the batch closed is left out of it.
+    whose client went away before the batch closed is left out of it (and counted), and
+    a closed batch whose waiters have all gone is withdrawn from the lane.
+
+    With `max_wait_s` > 0, a newcomer whose predicted wait is longer is refused at once
+    (429 + Retry-After) instead of joining a queue that only grows; 0 admits everyone.
     """
 
-    def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int) -> None:
+    def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int, max_wait_s: float = 0.0) -> None:
         self._lane = lane
         self._window_s = window_s
         self._max_size = max_size
+        self._max_wait_s = max_wait_s
         self._open: list[_Waiter] = []
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[None]] = set()
         self.on_lane = 0  # closed batches handed to the lane, started or not
         self.in_flight = 0  # of those, the ones the lane is inferring now
         self.last_batch_size = 0
+        self.skipped_gone = 0
 
     @property
     def gathering(self) -> int:
@@ -56,7 +62,18 @@ class MicroBatcher:
         """Still gathering, or closed but queued behind other work on the lane."""
         return len(self._open) + self.on_lane - self.in_flight
 
+    def predicted_wait_s(self) -> float:
+        """The lane's backlog plus the open batch, at the measured seconds per review."""
+        return self._lane.backlog_s() + len(self._open) * self._lane.clock.per_review_s
+
     async def run(self, text: str) -> BatchedResult:
+        if self._max_wait_s > 0 and (predicted := self.predicted_wait_s()) > self._max_wait_s:
+            metrics.REJECTIONS.labels(PATH, "queue_too_long").inc()
+            raise BoxFull(
+                f"Batches already queued would make you wait about {predicted:.0f} s "
+                f"(limit {self._max_wait_s:g} s). Try again later.",
+                predicted - self._max_wait_s + self._lane.clock.per_review_s,
+            )
         loop = asyncio.get_running_loop()
         waiter = _Waiter(text, loop.create_future())
         self._open.append(waiter)
@@ -72,6 +89,10 @@ class MicroBatcher:
             self._timer.cancel()
             self._timer = None
         batch = [w for w in self._open if not w.future.done()]
+        gone = len(self._open) - len(batch)
+        if gone:
+            self.skipped_gone += gone
+            metrics.LANE_SKIPPED.labels("gone").inc(gone)
         self._open = []
         if not batch:
             self._publish()
@@ -95,8 +116,22 @@ class MicroBatcher:
 
         self.on_lane += len(batch)
         self._publish()
+        lane_job = asyncio.ensure_future(
+            self._lane.run([w.text for w in batch], on_start=lambda: self._on_loop(loop, begin))
+        )
+
+        def withdraw_if_all_gone(_: object) -> None:
+            if all(w.future.done() for w in batch):
+                lane_job.cancel()  # the lane skips it if it has not started
+
+        for w in batch:
+            w.future.add_done_callback(withdraw_if_all_gone)
         try:
-            result = await self._lane.run([w.text for w in batch], on_start=lambda: self._on_loop(loop, begin))
+            result = await lane_job
+        except asyncio.CancelledError:
+            if all(w.future.cancelled() for w in batch):
+                return
+            raise
         except Exception as exc:
             failure = InferenceFailed(f"Inference failed for a batch of {len(batch)}: {exc}")
             for w in batch:

@@ -68,3 +68,38 @@ async def test_scorer_failure_is_503_and_lane_survives(lab_client: LabClientFact
         fine = await client.post("/api/limited/predict", json={"text": "멀쩡해요"})
         assert fine.status_code == 200
         assert (await client.get("/health")).status_code == 200
+
+
+@pytest.mark.parametrize("url", URLS)
+async def test_body_that_is_not_utf8_is_a_documented_400(lab_client: LabClientFactory, url: str) -> None:
+    """Found by the schemathesis fuzz (tests/api/test_fuzz.py): FastAPI answers 400, now in the OpenAPI."""
+    scorer = GatedScorer(gated=False)
+    async with lab_client(scorer) as client:
+        response = await client.post(url, content=b"0\x0f\x02C\xff\xfeK\x1d", headers=JSON)
+        documented = (await client.get("/api/openapi.json")).json()
+        assert (await client.get("/health")).status_code == 200
+    assert response.status_code == 400
+    assert response.json()["detail"]
+    operation = documented["paths"][url]["post"]
+    assert "400" in operation["responses"]
+    assert scorer.calls == []
+
+
+async def test_openapi_states_the_text_contract(lab_client: LabClientFactory) -> None:
+    """The fuzzer believed a blank or overlong text was valid; the document now says what the server enforces."""
+    async with lab_client(GatedScorer(gated=False), max_text_chars=123) as client:
+        documented = (await client.get("/api/openapi.json")).json()
+    for model in ("ReviewIn", "JobIn"):
+        text = documented["components"]["schemas"][model]["properties"]["text"]
+        assert text["maxLength"] == 123
+        assert text["pattern"] == r"\S"
+
+
+async def test_openapi_states_the_ticket_queue_time_bounds(lab_client: LabClientFactory) -> None:
+    """Found by the fuzz: max_time_in_queue_s = 0 was schema-valid but refused; the bounds are now documented."""
+    async with lab_client(GatedScorer(gated=False), job_max_time_in_queue_cap_s=900) as client:
+        documented = (await client.get("/api/openapi.json")).json()
+        refused = await client.post("/api/queue/jobs", json={"text": "곧 만료될 리뷰", "max_time_in_queue_s": 0})
+    bound = documented["components"]["schemas"]["JobIn"]["properties"]["max_time_in_queue_s"]
+    assert (bound["minimum"], bound["maximum"]) == (1.0, 900)
+    assert refused.status_code == 422 and "between 1 and 900" in refused.json()["detail"]

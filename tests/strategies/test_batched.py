@@ -6,6 +6,7 @@ import httpx
 
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
+from tests.waiting import eventually
 
 
 async def post(client: httpx.AsyncClient, text: str) -> httpx.Response:
@@ -54,3 +55,21 @@ async def test_batched_failure_reaches_every_waiter_and_lane_survives(lab_client
         good = await asyncio.gather(post(client, "괜찮은 리뷰 1"), post(client, "괜찮은 리뷰 2"))
         assert [r.status_code for r in good] == [200, 200]
         assert (await client.get("/health")).status_code == 200
+
+
+async def test_batched_refuses_when_predicted_wait_is_over_the_limit(lab_client: LabClientFactory) -> None:
+    scorer = GatedScorer(gated=False)
+    # The service clock starts at 1 s per review: one review gathering predicts a 1 s wait.
+    async with lab_client(scorer, batch_window_s=60.0, batch_max=8, batch_max_wait_s=0.5) as client:
+        first = asyncio.create_task(post(client, "먼저 온 리뷰"))
+
+        async def gathering() -> bool:
+            return bool((await client.get("/api/stats")).json()["paths"]["batched"]["waiting"] == 1)
+
+        await eventually(gathering)
+        refused = await post(client, "늦게 온 리뷰")
+        first.cancel()
+    assert refused.status_code == 429
+    assert refused.json()["error"] == "box_full"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert scorer.calls == []

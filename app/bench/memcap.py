@@ -1,0 +1,186 @@
+"""A lab server under a real memory limit: a child memory cgroup of our own, for it alone.
+
+cgroup v1 (this build machine): `memory.limit_in_bytes`, peak from `memory.max_usage_in_bytes`,
+OOM kills from `memory.oom_control`. cgroup v2: `memory.max`, `memory.peak`, `memory.events`.
+The server joins the group before it execs (so the model load is charged too), and the
+group is removed afterwards. Needs root (or a delegated cgroup). The instructor's box
+applies the same cap with `systemd-run --scope -p MemoryMax=1.2G …` or `docker run --memory=1.2g`.
+"""
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+import psutil
+
+from app.bench.serverproc import free_port, wait_healthy
+from app.settings import PROJECT_ROOT
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+LAB_CAP_BYTES = int(1.2 * 2**30)
+
+
+def own_memory_cgroup() -> tuple[Path, int]:
+    """This process's memory cgroup folder and the cgroup version it belongs to."""
+    lines = Path("/proc/self/cgroup").read_text().splitlines()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUP_ROOT / "memory" / path.lstrip("/"), 1
+    for line in lines:
+        if line.startswith("0::"):
+            return CGROUP_ROOT / line[3:].lstrip("/"), 2
+    raise RuntimeError("no memory cgroup found in /proc/self/cgroup")
+
+
+class MemoryCgroup:
+    """`with MemoryCgroup(limit) as group:` a fresh child group; `group.peak_bytes()` after the run."""
+
+    def __init__(self, limit_bytes: int, name: str | None = None) -> None:
+        parent, self.version = own_memory_cgroup()
+        self.path = parent / (name or f"lab-memcap-{os.getpid()}")
+        self.limit_bytes = limit_bytes
+
+    def _file(self, v1: str, v2: str) -> Path:
+        return self.path / (v1 if self.version == 1 else v2)
+
+    def __enter__(self) -> "MemoryCgroup":
+        self.path.mkdir()
+        self._file("memory.limit_in_bytes", "memory.max").write_text(str(self.limit_bytes))
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        for pid in self.pids():  # nothing of ours may outlive the group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.path.rmdir()
+
+    @property
+    def procs_file(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    def pids(self) -> list[int]:
+        return [int(p) for p in self.procs_file.read_text().split()]
+
+    def usage_bytes(self) -> int:
+        return int(self._file("memory.usage_in_bytes", "memory.current").read_text())
+
+    def anon_bytes(self) -> int:
+        """Process memory proper (anonymous pages), without the page cache the group is also charged for."""
+        key = "total_rss" if self.version == 1 else "anon"
+        for line in (self.path / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+        return 0
+
+    def peak_bytes(self) -> int:
+        peak = self._file("memory.max_usage_in_bytes", "memory.peak")
+        return int(peak.read_text()) if peak.exists() else 0
+
+    def oom_kills(self) -> int:
+        """Processes the kernel killed in this group for want of memory."""
+        text = self._file("memory.oom_control", "memory.events").read_text()
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def limit_hits(self) -> int:
+        """v1: times usage hit the limit (reclaim kicked in); v2: `max` events."""
+        if self.version == 1:
+            return int((self.path / "memory.failcnt").read_text())
+        for line in (self.path / "memory.events").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "max":
+                return int(value)
+        return 0
+
+
+class CappedServer:
+    """A uvicorn lab server that runs inside `group` from its first instruction."""
+
+    def __init__(self, group: MemoryCgroup, model_dir: Path, log_path: Path, **settings: str) -> None:
+        self.group = group
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._env = {**os.environ, "LAB_MODEL_DIR": str(model_dir), **settings}
+        self._log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> "CappedServer":
+        uvicorn = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
+        uvicorn += ["--no-access-log", "--log-level", "warning", "--timeout-graceful-shutdown", "30"]
+        join_then_exec = f"echo $$ > {shlex.quote(str(self.group.procs_file))} && exec {shlex.join(uvicorn)}"
+        with self._log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                ["sh", "-c", join_then_exec], cwd=PROJECT_ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT
+            )
+        wait_healthy(self.url, self.process, limit_s=180)
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop()
+
+    def stop(self) -> int | None:
+        """SIGTERM (uvicorn's graceful shutdown), SIGKILL only if it hangs; the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+class MemoryWatch:
+    """Samples the group's usage and the server's RSS on a thread while a load runs."""
+
+    def __init__(self, group: MemoryCgroup, pid: int, every_s: float = 0.05) -> None:
+        self._group = group
+        self._process = psutil.Process(pid)
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="memory-watch", daemon=True)
+        self.samples: list[tuple[float, int, int]] = []  # (monotonic, group usage, server RSS)
+        self.peak_anon = 0
+
+    def __enter__(self) -> "MemoryWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_rss(self) -> int:
+        return max((rss for _, _, rss in self.samples), default=0)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            try:
+                rss = self._process.memory_info().rss
+            except psutil.Error:
+                rss = 0
+            try:
+                usage = self._group.usage_bytes()
+                self.peak_anon = max(self.peak_anon, self._group.anon_bytes())
+            except OSError:
+                usage = 0
+            self.samples.append((time.monotonic(), usage, rss))
+            self._stop.wait(self._every_s)

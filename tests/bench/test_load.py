@@ -1,0 +1,57 @@
+"""The load generator accounts for every request and reads the lab's hints correctly."""
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from asgi_lifespan import LifespanManager
+
+from app.bench.load import LoadConfig, LoadResult, Outcome, run_load, summarize, write_result
+from app.main import create_app
+from app.settings import Settings
+from tests.fakes import GatedScorer
+
+
+async def load_in_process(config: LoadConfig, store: str = "memory://", **overrides: Any) -> LoadResult:
+    app = create_app(Settings(warmup=False, job_store=store, **overrides), GatedScorer(gated=False))
+    async with LifespanManager(app) as manager:
+        return await run_load(config, transport=httpx.ASGITransport(app=manager.app))
+
+
+async def test_open_loop_follows_every_ticket_to_done(tmp_path: Path) -> None:
+    config = LoadConfig(url="http://lab", path="tickets", mode="open", rate=400, duration_s=0.05, drain_s=30)
+    result = await load_in_process(config, store=f"sqlite:///{tmp_path / 'jobs.db'}")
+    summary = write_result(result, tmp_path / "tickets")
+    assert summary["sent"] == 20 and summary["counts"] == {"ok": 20} and summary["unexplained"] == 0
+    assert summary["eta"]["tickets"] == 20
+    assert all(o.actual_s is not None for o in result.outcomes)
+    assert (tmp_path / "tickets.json").exists() and (tmp_path / "tickets.png").stat().st_size > 0
+
+
+async def test_closed_loop_counts_rejections_and_obeys_retry_after() -> None:
+    config = LoadConfig(url="http://lab", path="limited", mode="closed", concurrency=4, duration_s=0.05, drain_s=30)
+    result = await load_in_process(config, limited_seats=0)
+    summary = summarize(result)
+    assert summary["unexplained"] == 0
+    assert set(summary["counts"]) <= {"ok", "rejected_429"}
+    assert sum(summary["counts"].values()) == summary["sent"] == len(result.outcomes)
+    assert all(o.retry_after_s is not None and o.retry_after_s >= 1 for o in result.outcomes if o.status == 429)
+
+
+def test_summary_measures_capacity_hints_and_comebacks() -> None:
+    config = LoadConfig(url="http://lab", path="batched", mode="open", rate=10, duration_s=10)
+    outcomes = [
+        Outcome(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
+        Outcome(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
+        Outcome(0.5, 0.01, "rejected_429", 429, retry_after_s=3),
+        Outcome(3.5, 20.0, "ok", 200, retry=True, infer_ms=1000, batch_size=1),  # answered after the window
+        Outcome(1.0, 0.02, "rejected_503", 503, retry=True),
+    ]
+    summary = summarize(LoadResult(config, "now", outcomes))
+    assert summary["counts"] == {"ok": 3, "rejected_429": 1, "rejected_503": 1}
+    assert summary["lane_capacity_per_s"] == 1.0  # each review cost one lane-second
+    assert summary["useful_per_s"] == 0.2  # two answers inside the 10 s window
+    assert summary["useful_lane_share"] == 0.2  # one shared 2 s batch inside the window; the late one is outside
+    assert summary["comeback"] == {"retries": 2, "got_a_seat": 0.5}
+    assert summary["rejection_latency_s"]["max"] == 0.02
+    assert summary["mean_batch"] == 1.67
