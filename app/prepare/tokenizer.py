@@ -82,7 +82,7 @@ def _settled(tokenizer: Tokenizer) -> models.Unigram:
 
 def save_tokenizer(tokenizer: Tokenizer, folder: Path) -> None:
     """Wraps it as XLM-R's fast tokenizer so transformers and optimum load it like the real one."""
-    XLMRobertaTokenizerFast(  # type: ignore[no-untyped-call]
+    XLMRobertaTokenizerFast(  # type: ignore[no-untyped-call,unused-ignore]
         tokenizer_object=tokenizer,
         bos_token="<s>",
         eos_token="</s>",

@@ -11,7 +11,7 @@ log = logging.getLogger(__name__)
 
 def base_config(vocab_size: int = 250002) -> XLMRobertaConfig:
     """bge-reranker-base's config.json: XLM-RoBERTa base with a one-logit head."""
-    return XLMRobertaConfig(  # type: ignore[no-untyped-call]
+    return XLMRobertaConfig(  # type: ignore[no-untyped-call,unused-ignore]
         vocab_size=vocab_size,
         hidden_size=768,
         num_hidden_layers=12,
@@ -41,7 +41,7 @@ def tiny_config(vocab_size: int) -> XLMRobertaConfig:
 def save_random_checkpoint(config: XLMRobertaConfig, folder: Path, *, seed: int) -> None:
     """Seeded random weights saved like a hub snapshot, so export treats it as one."""
     torch.manual_seed(seed)
-    model = XLMRobertaForSequenceClassification(config).eval()  # type: ignore[no-untyped-call]
+    model = XLMRobertaForSequenceClassification(config).eval()  # type: ignore[no-untyped-call,unused-ignore]
     params = sum(p.numel() for p in model.parameters())
     log.info("random checkpoint: %.1fM parameters (seed %d)", params / 1e6, seed)
     model.save_pretrained(folder)
