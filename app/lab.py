@@ -75,6 +75,14 @@ def warmup_text(settings: Settings) -> str:
     return samples[len(samples) // 2]
 
 
+def warmup_texts(settings: Settings) -> list[str]:
+    """The median review first (the per-review average starts there), then the shortest, the
+    longest and the median again: enough spread that the first ETAs already know long from short."""
+    samples = sorted((str(s["text"]) for s in json.loads(settings.samples_file.read_text(encoding="utf-8"))), key=len)
+    median = warmup_text(settings)
+    return [median, samples[0], samples[-1], median]
+
+
 async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
     """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
     if not settings.naive_memory_guard:
@@ -101,7 +109,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     tickets: TicketService | None = None
     try:
         if settings.warmup:
-            await lane.run([warmup_text(settings)])
+            for text in warmup_texts(settings):
+                await lane.run([text])
         guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         tickets = TicketService(store, lane, cache, settings, open_webhooks(settings, store, manifest))
