@@ -57,9 +57,10 @@ class ServiceClock:
             self._per_review_s = per_review
         else:
             self._per_review_s += self._weight * (per_review - self._per_review_s)
-        self.samples += 1
-        if chars is not None:
+        # A process's first inference pays one-off setup: it says nothing about length.
+        if chars is not None and self.samples > 0:
             self.length.observe(seconds, reviews, chars)
+        self.samples += 1
 
     @property
     def per_review_s(self) -> float:
