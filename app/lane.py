@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from app import metrics
+from app.cost import LengthCost
 from app.model import Ranking, Scorer
 
 log = logging.getLogger(__name__)
@@ -32,29 +33,52 @@ class _Job:
     texts: Sequence[str]
     deadline: float | None
     future: "Future[LaneResult]"
+    chars: int
     on_start: Callable[[], None] | None = None
     enqueued_at: float = field(default_factory=time.monotonic)
 
 
 class ServiceClock:
-    """Measured seconds per review, so hints (Retry-After, ETA) come from reality."""
+    """Measured service time, so hints (Retry-After, ETA) come from reality.
 
-    def __init__(self, initial_s: float = 1.0, weight: float = 0.2) -> None:
+    Two views: `per_review_s`, one average (EWMA) for any review, and `estimate_s`, which
+    also counts characters once the length fit (app/cost.py) can tell long from short.
+    """
+
+    def __init__(self, initial_s: float = 1.0, weight: float = 0.2, length: LengthCost | None = None) -> None:
         self._per_review_s = initial_s
         self._weight = weight
+        self.length = length or LengthCost()
         self.samples = 0
 
-    def observe(self, seconds: float, reviews: int) -> None:
+    def observe(self, seconds: float, reviews: int, chars: int | None = None) -> None:
         per_review = seconds / max(reviews, 1)
         if self.samples == 0:
             self._per_review_s = per_review
         else:
             self._per_review_s += self._weight * (per_review - self._per_review_s)
+        # A process's first inference pays one-off setup: it says nothing about length.
+        if chars is not None and self.samples > 0:
+            self.length.observe(seconds, reviews, chars)
         self.samples += 1
 
     @property
     def per_review_s(self) -> float:
         return self._per_review_s
+
+    def estimate_s(self, reviews: int, chars: int) -> float:
+        """Seconds for `reviews` reviews of `chars` characters in all (0 for none)."""
+        if reviews <= 0:
+            return 0.0
+        fit = self.length.fit
+        if fit is None:
+            return self._per_review_s * reviews
+        return fit.seconds(reviews, chars)
+
+
+def text_chars(texts: Sequence[str]) -> int:
+    """The size unit of the cost model: characters, summed over a batch."""
+    return sum(len(text) for text in texts)
 
 
 class InferenceLane:
@@ -70,9 +94,11 @@ class InferenceLane:
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name="inference-lane", daemon=True)
         self._pending = 0
+        self._pending_chars = 0
         self._lock = threading.Lock()
         self.busy_since: float | None = None
         self.current_batch = 0
+        self.current_chars = 0
         self.skipped_gone = 0
         self.skipped_deadline = 0
         self.completed = 0
@@ -103,20 +129,21 @@ class InferenceLane:
         started = self.busy_since
         if started is None:
             return 0.0
-        expected = self.clock.per_review_s * max(self.current_batch, 1)
+        expected = self.clock.estimate_s(max(self.current_batch, 1), self.current_chars)
         return max(expected - (time.monotonic() - started), 0.0)
 
     def backlog_s(self) -> float:
         """Seconds of work already ahead of a newcomer: the running job plus the FIFO."""
-        return self.remaining_s() + self._pending * self.clock.per_review_s
+        return self.remaining_s() + self.clock.estimate_s(self._pending, self._pending_chars)
 
     def submit(
         self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
     ) -> "Future[LaneResult]":
         """`on_start` is called on the lane thread when inference begins (never for skipped work)."""
-        job = _Job(texts=texts, deadline=deadline, future=Future(), on_start=on_start)
+        job = _Job(texts=texts, deadline=deadline, future=Future(), chars=text_chars(texts), on_start=on_start)
         with self._lock:
             self._pending += len(texts)
+            self._pending_chars += job.chars
         self._queue.put(job)
         return job.future
 
@@ -130,6 +157,7 @@ class InferenceLane:
         while (job := self._queue.get()) is not None:
             with self._lock:
                 self._pending -= len(job.texts)
+                self._pending_chars -= job.chars
             if not job.future.set_running_or_notify_cancel():
                 self.skipped_gone += 1
                 metrics.LANE_SKIPPED.labels("gone").inc()
@@ -141,6 +169,7 @@ class InferenceLane:
                 job.future.set_exception(DeadlinePassed())
                 continue
             self.current_batch = len(job.texts)
+            self.current_chars = job.chars
             self.busy_since = started
             metrics.LANE_BUSY.set(1)
             try:
@@ -155,10 +184,11 @@ class InferenceLane:
                 job.future.set_exception(exc)
             else:
                 finished = time.monotonic()
-                self.clock.observe(finished - started, len(job.texts))
+                self.clock.observe(finished - started, len(job.texts), job.chars)
                 self.completed += 1
                 job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
             finally:
                 metrics.LANE_BUSY.set(0)
                 self.busy_since = None
                 self.current_batch = 0
+                self.current_chars = 0

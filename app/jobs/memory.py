@@ -4,7 +4,7 @@ import copy
 import itertools
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import QueueFull, claimed, empty_counts, is_due, is_overdue
+from app.jobs.store import Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue
 
 
 class MemoryJobStore:
@@ -86,6 +86,14 @@ class MemoryJobStore:
         for index, job in enumerate(self._queued()):
             if job.id == job_id:
                 return index
+        return None
+
+    async def ahead(self, job_id: str) -> Ahead | None:
+        chars = 0
+        for index, job in enumerate(self._queued()):
+            if job.id == job_id:
+                return Ahead(index, chars)
+            chars += job.chars
         return None
 
     async def queued_count(self) -> int:

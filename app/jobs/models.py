@@ -53,6 +53,11 @@ class Job:
     webhook_attempts: int = 0
     webhook_next_at: float | None = None
     webhook_error: str | None = None
+    chars: int = -1  # the review's length, what its inference costs (ETA maths); set from `text`
+
+    def __post_init__(self) -> None:
+        if self.chars < 0:
+            self.chars = len(self.text)
 
     @property
     def waited_ms(self) -> float | None:

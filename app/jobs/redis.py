@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from redis.asyncio import Redis
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import CLAIM_SCAN, QueueFull, empty_counts, is_overdue
+from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, empty_counts, is_overdue
 
 DEFAULT_PREFIX = "lab:jobs"
 
@@ -161,6 +161,23 @@ return dropped
 """
 )
 
+# ARGV: prefix, id. Returns {jobs ahead, their chars summed}, or nil if the job is not queued.
+LUA_AHEAD = (
+    LUA_COMMON
+    + """
+local queued = prefix .. ':queued'
+local rank = redis.call('ZRANK', queued, ARGV[2])
+if not rank then return false end
+local chars = 0
+if rank > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', queued, 0, rank - 1)) do
+    chars = chars + num(redis.call('HGET', jobkey(id), 'chars'))
+  end
+end
+return {rank, chars}
+"""
+)
+
 
 def split_prefix(url: str) -> tuple[str, str]:
     """`redis://host:6379/0?prefix=lab:jobs` → (URL for redis-py, key prefix)."""
@@ -186,6 +203,7 @@ class RedisJobStore:
         self._claim = self._redis.register_script(LUA_CLAIM)
         self._heartbeat = self._redis.register_script(LUA_HEARTBEAT)
         self._forget = self._redis.register_script(LUA_FORGET)
+        self._ahead = self._redis.register_script(LUA_AHEAD)
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}:{name}"
@@ -269,6 +287,10 @@ class RedisJobStore:
     async def position(self, job_id: str) -> int | None:
         rank: Any = await self._redis.zrank(self._key("queued"), job_id)
         return None if rank is None else int(rank)
+
+    async def ahead(self, job_id: str) -> Ahead | None:
+        found = await self._ahead(args=[self.prefix, job_id])
+        return Ahead(int(found[0]), int(found[1])) if found else None
 
     async def queued_count(self) -> int:
         return int(await self._redis.zcard(self._key("queued")))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import CLAIM_SCAN, QueueFull, claimed, empty_counts, is_due, is_overdue
+from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue
 
 T = TypeVar("T")
 
@@ -203,6 +203,21 @@ class SqliteJobStore:
             return int(ahead.fetchone()[0])
 
         return await self._call(position)
+
+    async def ahead(self, job_id: str) -> Ahead | None:
+        def ahead() -> Ahead | None:
+            row = self._db.execute("SELECT seq, status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None or row[1] != JobStatus.QUEUED.value:
+                return None
+            # A record written before `chars` existed counts its text's length.
+            jobs, chars = self._db.execute(
+                "SELECT COUNT(*), TOTAL(COALESCE(json_extract(doc, '$.chars'), LENGTH(json_extract(doc, '$.text')))) "
+                "FROM jobs WHERE status = 'queued' AND seq < ?",
+                (row[0],),
+            ).fetchone()
+            return Ahead(int(jobs), int(chars))
+
+        return await self._call(ahead)
 
     async def queued_count(self) -> int:
         return (await self.counts())[JobStatus.QUEUED.value]

@@ -5,6 +5,7 @@ atomic and conditional (`Expect`), so a crash or a second box can never run a jo
 at once or change a finished one.
 """
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from app.jobs.models import Expect, Job, JobStatus
@@ -20,6 +21,14 @@ class QueueFull(Exception):
     def __init__(self, queued: int) -> None:
         super().__init__(f"{queued} jobs queued")
         self.queued = queued
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """The queued jobs ahead of one job: how many, and their characters summed (their cost)."""
+
+    jobs: int
+    chars: int
 
 
 class JobStore(Protocol):
@@ -54,6 +63,9 @@ class JobStore(Protocol):
 
     async def position(self, job_id: str) -> int | None:
         """Queued jobs ahead of this one (0-based); None if it is not queued."""
+
+    async def ahead(self, job_id: str) -> Ahead | None:
+        """`position` plus the jobs' summed `chars`, in one read; None if it is not queued."""
 
     async def queued_count(self) -> int: ...
 

@@ -20,7 +20,7 @@ from app.errors import IdempotencyConflict, InvalidJob, JobAlreadyFinished, JobN
 from app.jobs import lifecycle
 from app.jobs.keeper import JobKeeper
 from app.jobs.models import Expect, Job, JobStatus
-from app.jobs.store import JobStore, QueueFull
+from app.jobs.store import Ahead, JobStore, QueueFull
 from app.jobs.webhooks import WebhookDispatcher, resolve_target
 from app.lane import InferenceLane
 from app.merge import merged
@@ -128,9 +128,15 @@ class TicketService:
 
     # -- what clients ask -----------------------------------------------------------
 
-    def eta_s(self, queued_ahead: int, workers: int = 1) -> float:
-        """Work already on this box's lane, plus the queued jobs ahead shared among the live workers, plus this job."""
-        return self._lane.backlog_s() + (queued_ahead // max(workers, 1) + 1) * self._lane.clock.per_review_s
+    def eta_s(self, ahead: Ahead, own_chars: int, workers: int = 1) -> float:
+        """Work already on this box's lane, plus the queued jobs ahead shared among the live workers, plus this job.
+
+        Each job costs what its length predicts (ServiceClock.estimate_s), not one average:
+        a long review ahead delays everyone behind it more than a short one.
+        """
+        clock = self._lane.clock
+        queued_s = clock.estimate_s(ahead.jobs, ahead.chars) / max(workers, 1)
+        return self._lane.backlog_s() + queued_s + clock.estimate_s(1, own_chars)
 
     async def submit(self, request: JobRequest) -> Ticket:
         if request.idempotency_key is not None:
@@ -162,14 +168,17 @@ class TicketService:
             stored, created = await self._store.add(job, max_queued=self._settings.queue_max_jobs)
         except QueueFull as full:
             metrics.REJECTIONS.labels(PATH, "job_queue_full").inc()
+            until_seat_s = self._lane.backlog_s() + full.queued * self._lane.clock.per_review_s
             raise JobQueueFull(
-                f"The ticket queue is full ({full.queued} waiting). Try again later.", self.eta_s(full.queued - 1)
+                f"The ticket queue is full ({full.queued} waiting). Try again later.", until_seat_s
             ) from None
         if not created:
             return await self._replay(stored, request)
+        # Read before waking the worker, which may claim the job at once.
+        ahead = await self._store.ahead(stored.id) or Ahead(0, 0)
         self._notify()
         workers = await self._store.live_workers(now)
-        return Ticket(stored, running + queued, self.eta_s(queued, workers))
+        return Ticket(stored, running + queued, self.eta_s(ahead, stored.chars, workers))
 
     async def status(self, job_id: str) -> Ticket:
         job = await self._store.get(job_id)
@@ -282,19 +291,20 @@ class TicketService:
         for _ in range(3):  # claimed between our two reads: read it again
             if job.status is not JobStatus.QUEUED:
                 break
-            queued_ahead = await self._store.position(job.id)
-            if queued_ahead is None:
+            ahead = await self._store.ahead(job.id)
+            if ahead is None:
                 job = await self._store.get(job.id) or job
                 continue
             running = (await self._store.counts())[JobStatus.RUNNING.value]
-            eta = self.eta_s(queued_ahead, await self._store.live_workers(now))
-            backing_off = job.run_at - now + self._lane.clock.per_review_s  # a retry waits out its backoff
-            return Ticket(job, running + queued_ahead, max(eta, backing_off))
+            own_s = self._lane.clock.estimate_s(1, job.chars)
+            eta = self.eta_s(ahead, job.chars, await self._store.live_workers(now))
+            backing_off = job.run_at - now + own_s  # a retry waits out its backoff
+            return Ticket(job, running + ahead.jobs, max(eta, backing_off))
         if job.status is JobStatus.RUNNING:
             if job.owner == self.owner:
                 return Ticket(job, None, self._lane.remaining_s())
             elapsed = now - (job.started_at or now)
-            return Ticket(job, None, max(self._lane.clock.per_review_s - elapsed, 0.0))
+            return Ticket(job, None, max(self._lane.clock.estimate_s(1, job.chars) - elapsed, 0.0))
         return Ticket(job, None, None)
 
     def _notify(self) -> None:

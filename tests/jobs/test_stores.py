@@ -4,7 +4,7 @@ import asyncio
 import time
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.store import JobStore, QueueFull
+from app.jobs.store import Ahead, JobStore, QueueFull
 from tests.jobs.conftest import StoreOpener
 
 LEASE_S = 30.0
@@ -104,6 +104,15 @@ async def test_positions_and_counts_follow_the_queue(store: JobStore) -> None:
     assert await store.queued_count() == 3
     counts = await store.counts()
     assert counts == {"queued": 3, "running": 1, "done": 0, "failed": 0, "expired": 0, "canceled": 0}
+
+
+async def test_ahead_sums_the_characters_of_the_queued_jobs_in_front(store: JobStore) -> None:
+    jobs = [await add(store, text) for text in ("짧음", "조금 더 긴 리뷰", "x" * 300, "끝")]
+    aheads = [await store.ahead(j.id) for j in jobs]
+    assert aheads == [Ahead(0, 0), Ahead(1, 2), Ahead(2, 2 + 9), Ahead(3, 2 + 9 + 300)]
+    await store.claim_next("box-a", LEASE_S, time.time())
+    assert await store.ahead(jobs[0].id) is None
+    assert [await store.ahead(j.id) for j in jobs[1:]] == [Ahead(0, 0), Ahead(1, 9), Ahead(2, 9 + 300)]
 
 
 async def test_heartbeat_renews_only_the_owners_leases(store: JobStore, store_opener: StoreOpener) -> None:

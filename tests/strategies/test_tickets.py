@@ -3,7 +3,13 @@
 import asyncio
 
 import httpx
+import pytest
 
+from app.cache import ResultCache
+from app.jobs.memory import MemoryJobStore
+from app.lane import InferenceLane
+from app.settings import Settings
+from app.strategies.tickets import JobRequest, TicketService
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.waiting import eventually
@@ -74,3 +80,27 @@ async def test_failed_job_reports_failed_and_worker_goes_on(lab_client: LabClien
         await eventually(settled)
         failed = (await client.get(f"/api/queue/jobs/{bad}")).json()
     assert "망가진" in failed["error"]
+
+
+async def eta_behind(first: str) -> float:
+    """The ETA promised to a short review queued behind `first`, on a lane that has measured
+    (by the twin's shape) that length costs time. Nothing runs: the worker is not started."""
+    lane = InferenceLane(GatedScorer())
+    lane.clock.observe(3.0, 1, 40)  # the cold first run, kept out of the length fit
+    for chars in (20, 80, 150, 300):
+        lane.clock.observe(0.5 + 0.01 * chars, 1, chars)
+    store = MemoryJobStore()
+    service = TicketService(store, lane, ResultCache(maxsize=16, ttl_s=60), Settings(warmup=False))
+    await service.submit(JobRequest(first))
+    ticket = await service.submit(JobRequest("짧은 리뷰"))
+    assert ticket.position == 1 and ticket.eta_seconds is not None
+    assert (await service.status(ticket.job.id)).eta_seconds == pytest.approx(ticket.eta_seconds)
+    return ticket.eta_seconds
+
+
+async def test_a_long_review_ahead_makes_a_later_eta_longer_than_a_short_one() -> None:
+    behind_short = await eta_behind("좋아요")
+    behind_long = await eta_behind("배송이 늦었어요. " * 20)
+    assert behind_short == pytest.approx((0.5 + 0.01 * 3) + (0.5 + 0.01 * 5))
+    assert behind_long == pytest.approx((0.5 + 0.01 * 200) + (0.5 + 0.01 * 5))
+    assert behind_long > behind_short
