@@ -66,13 +66,18 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     return scorer, manifest
 
 
+def samples_by_length(settings: Settings) -> list[str]:
+    samples = json.loads(settings.samples_file.read_text(encoding="utf-8"))
+    return sorted((str(s["text"]) for s in samples), key=len)
+
+
 def warmup_text(settings: Settings) -> str:
     """A sample review of median length: the service clock starts from what a typical review costs.
 
     Cost grows with length; warming up on the shortest sample made the first ETAs and
     Retry-After hints about half of the truth (measured in static/bench/overload.md).
     """
-    samples = sorted((str(s["text"]) for s in json.loads(settings.samples_file.read_text(encoding="utf-8"))), key=len)
+    samples = samples_by_length(settings)
     return samples[len(samples) // 2]
 
 
@@ -80,7 +85,7 @@ async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settin
     """Seed the length fit with the shortest, longest, median and lower-quartile samples, so the
     first ETAs already know long from short. Timed straight on the scorer (nothing else runs yet),
     so the per-review average keeps starting from the median review alone."""
-    samples = sorted((str(s["text"]) for s in json.loads(settings.samples_file.read_text(encoding="utf-8"))), key=len)
+    samples = samples_by_length(settings)
     for text in (samples[0], samples[-1], samples[len(samples) // 2], samples[len(samples) // 4]):
         started = time.perf_counter()
         await asyncio.to_thread(scorer.score, [text])
