@@ -96,11 +96,9 @@ async def health(request: Request) -> JSONResponse:
 async def prometheus_metrics(request: Request) -> Response:
     """The `review_*` metrics plus the default process metrics, for Prometheus to scrape.
 
-    Job counts are read from the store at scrape time: the store is the truth (jobs added
-    from the cache, jobs forgotten after `jobs_keep_s`), whatever the ticket worker last published.
+    Ticket gauges are read from the job store at scrape time (see `TicketService.publish_metrics`).
     """
     lab = getattr(request.app.state, "lab", None)
     if lab is not None:
-        for status, count in (await lab.store.counts()).items():
-            metrics.JOBS.labels(status).set(count)
+        await lab.tickets.publish_metrics()
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

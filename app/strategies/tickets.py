@@ -340,7 +340,6 @@ class TicketService:
         await self._check_held(held)
         if changed:
             self._notify()
-        await self._publish()
 
     async def _work(self) -> None:
         while not self._stopping:
@@ -360,7 +359,6 @@ class TicketService:
             self._notify()
             await self._run(job)
             self._notify()
-            await self._publish()
 
     def _run_fence(self, job: Job) -> Expect:
         """Our run of this job: a write fails if the job was canceled or taken back meanwhile."""
@@ -408,7 +406,11 @@ class TicketService:
         metrics.INFERENCE_SECONDS.labels(PATH).observe(result.infer_s)
         return result.rankings[0], result.infer_s, started_at
 
-    async def _publish(self) -> None:
+    async def publish_metrics(self) -> None:
+        """Job gauges from the store, the truth (jobs from the cache, jobs other boxes hold).
+
+        Called at scrape time, so the worker does not query the store between jobs.
+        """
         counts = await self._store.counts()
         for status, count in counts.items():
             metrics.JOBS.labels(status).set(count)
