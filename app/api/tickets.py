@@ -1,6 +1,7 @@
 """Path 4: submit a review for a ticket, ask how it stands, follow it (or many) as events, or cancel it."""
 
 import json
+import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Annotated, Any
@@ -56,13 +57,18 @@ async def job_request(
     return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
 
 
+def eta_ms_up(seconds: float) -> float:
+    """Rounded up to the millisecond: a promise never reads 0 while work remains (tiny models take ~ms)."""
+    return math.ceil(seconds * 1000) / 1000
+
+
 def ticket_body(ticket: Ticket) -> dict[str, Any]:
     job = ticket.job
     return JobOut(
         job_id=job.id,
         status=job.status,
         position=ticket.position,
-        eta_seconds=None if ticket.eta_seconds is None else round(ticket.eta_seconds, 2),
+        eta_seconds=None if ticket.eta_seconds is None else eta_ms_up(ticket.eta_seconds),
         result=job.result,
         error=job.error,
         waited_ms=job.waited_ms,
