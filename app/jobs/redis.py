@@ -11,12 +11,19 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, empty_counts, is_overdue
 
 DEFAULT_PREFIX = "lab:jobs"
+# A burst waits for a free connection instead of failing: redis-py's default pool raises
+# `Too many connections` past its cap (200 concurrent POSTs gave 150 × 500). Each command
+# holds a connection for well under a millisecond, so 64 serve hundreds of waiting requests;
+# a request that still finds none within POOL_TIMEOUT_S fails (the bound). Both can be set in
+# the URL: `redis://host:6379/0?max_connections=128&timeout=2`.
+POOL_MAX_CONNECTIONS = 64
+POOL_TIMEOUT_S = 10.0
 
 LUA_COMMON = """
 local prefix = ARGV[1]
@@ -197,7 +204,10 @@ class RedisJobStore:
 
     def __init__(self, url: str) -> None:
         redis_url, self.prefix = split_prefix(url)
-        self._redis: Redis = Redis.from_url(redis_url, decode_responses=True)
+        pool = BlockingConnectionPool.from_url(
+            redis_url, max_connections=POOL_MAX_CONNECTIONS, timeout=POOL_TIMEOUT_S, decode_responses=True
+        )
+        self._redis: Redis = Redis.from_pool(pool)
         self._add = self._redis.register_script(LUA_ADD)
         self._replace = self._redis.register_script(LUA_REPLACE)
         self._claim = self._redis.register_script(LUA_CLAIM)
