@@ -27,6 +27,8 @@ class MemoryJobStore:
             queued = await self.queued_count()
             if queued >= max_queued:
                 raise QueueFull(queued)
+        if job.status is JobStatus.QUEUED:  # no await since the key check: nothing can slip in
+            job.ahead_at_add = sum(1 for j in self._jobs.values() if j.status in (JobStatus.QUEUED, JobStatus.RUNNING))
         job.seq = next(self._seq)
         self._jobs[job.id] = copy.deepcopy(job)
         if job.idempotency_key is not None:

@@ -42,6 +42,9 @@ class Job:
     error: str | None = None
     inference_ms: float | None = None
     seq: int = 0  # place in the queue, given by the store when added
+    # Jobs queued or running when this one was added (its position in the 202), counted by
+    # the store in the same atomic step as the insert, so a burst of N gets 0..N-1, each once.
+    ahead_at_add: int | None = None
     run_at: float = 0.0  # not before this (retry backoff)
     expires_at: float | None = None  # still queued after this → expired
     owner: str | None = None  # the worker holding the lease while running

@@ -56,7 +56,8 @@ end
 
 # ARGV: prefix, id, idempotency key or '', max queued or '', status, lease_until, finished_at,
 # webhook_state, webhook_next_at, then field/value pairs.
-# Returns {1, seq}, {0, id holding the key} or {2, jobs queued} when the queue is full.
+# Returns {1, seq, jobs queued or running before it}, {0, id holding the key} or {2, jobs queued}
+# when the queue is full.
 LUA_ADD = (
     LUA_COMMON
     + """
@@ -72,9 +73,14 @@ end
 local seq = redis.call('INCR', prefix .. ':seq')
 local key = jobkey(id)
 redis.call('HSET', key, 'seq', seq, unpack(ARGV, 10))
+local ahead = 0
+if ARGV[5] == 'queued' then
+  ahead = redis.call('ZCARD', prefix .. ':queued') + redis.call('ZCARD', prefix .. ':running')
+  redis.call('HSET', key, 'ahead_at_add', ahead)
+end
 if idem ~= '' then redis.call('SET', prefix .. ':idem:' .. idem, id) end
 index(id, nil, ARGV[5], seq, ARGV[6], ARGV[7], ARGV[8], ARGV[9])
-return {1, seq}
+return {1, seq, ahead}
 """
 )
 
@@ -243,7 +249,7 @@ class RedisJobStore:
 
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         args = [self.prefix, job.id, job.idempotency_key or "", _text(max_queued), *self._hints(job)]
-        outcome, value = await self._add(args=[*args, *self._fields(job)])
+        outcome, value, *ahead = await self._add(args=[*args, *self._fields(job)])
         if outcome == 2:
             raise QueueFull(int(value))
         if outcome == 0:
@@ -251,6 +257,8 @@ class RedisJobStore:
             assert held is not None, "an idempotency key points at a job that is gone"
             return held, False
         job.seq = int(value)
+        if job.status is JobStatus.QUEUED:
+            job.ahead_at_add = int(ahead[0])
         return job, True
 
     async def get(self, job_id: str) -> Job | None:

@@ -120,6 +120,9 @@ class SqliteJobStore:
                 queued = int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
                 if queued >= max_queued:
                     raise QueueFull(queued)
+            if job.status is JobStatus.QUEUED:  # inside the write lock: no other insert or claim between
+                row = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()
+                job.ahead_at_add = int(row[0])
             row = self._row(job)
             cursor = db.execute(
                 "INSERT INTO jobs (id, status, idempotency_key, lease_until, finished_at, webhook_state, "

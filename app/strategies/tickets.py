@@ -162,8 +162,6 @@ class TicketService:
             done = lifecycle.done(job, [asdict(t) for t in cached], inference_ms=0.0, started_at=now, now=now)
             stored, created = await self._store.add(done)
             return Ticket(stored, None, None, cache_hit=True) if created else await self._replay(stored, request)
-        counts = await self._store.counts()
-        queued, running = counts[JobStatus.QUEUED.value], counts[JobStatus.RUNNING.value]
         try:
             stored, created = await self._store.add(job, max_queued=self._settings.queue_max_jobs)
         except QueueFull as full:
@@ -178,7 +176,7 @@ class TicketService:
         ahead = await self._store.ahead(stored.id) or Ahead(0, 0)
         self._notify()
         workers = await self._store.live_workers(now)
-        return Ticket(stored, running + queued, self.eta_s(ahead, stored.chars, workers))
+        return Ticket(stored, stored.ahead_at_add, self.eta_s(ahead, stored.chars, workers))
 
     async def status(self, job_id: str) -> Ticket:
         job = await self._store.get(job_id)
