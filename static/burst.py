@@ -192,9 +192,9 @@ def _finish_ticket(row: Row, job: dict[str, Any], headers: Message | None) -> No
     row.infer_ms = timing.get("infer", job.get("inference_ms"))
     if job.get("waited_ms") is not None:
         row.actual_s = (job["waited_ms"] + (job.get("inference_ms") or 0.0)) / 1000
-    result = job.get("result")
-    if result:
-        row.top_topic = result[0].get("label")
+    topics = (job.get("result") or {}).get("topics")
+    if topics:
+        row.top_topic = topics[0].get("label")
 
 
 def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
