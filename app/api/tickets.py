@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, StrictStr
 
 from app.api.deps import INPUT_ERRORS, get_lab, review_text
+from app.errors import InvalidJob
 from app.jobs.models import JobStatus, WebhookState
 from app.responses import ReviewIn, server_timing
 from app.strategies.tickets import MAX_FOLLOWED_JOBS, JobMissing, JobRequest, Ticket
@@ -54,6 +55,8 @@ async def job_request(
     idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
 ) -> JobRequest:
     text = await review_text(job, request)
+    if idempotency_key is not None and not idempotency_key.strip():  # else one key shared by every client
+        raise InvalidJob("`Idempotency-Key` is empty; send a unique key (e.g. a UUID) or leave the header out.")
     return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
 
 

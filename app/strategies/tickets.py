@@ -278,8 +278,9 @@ class TicketService:
     async def _replay(self, held: Job, request: JobRequest) -> Ticket:
         if held.request_hash != request.fingerprint():
             raise IdempotencyConflict(
-                f"Idempotency-Key {request.idempotency_key!r} was already used with a different body "
-                f"(job {held.id}); use a new key for a new request."
+                # Never name the job holding the key: its id is enough to cancel another client's job.
+                f"Idempotency-Key {request.idempotency_key!r} was already used with a different body; "
+                "use a new key for a new request."
             )
         ticket = await self._ticket(held)
         return Ticket(ticket.job, ticket.position, ticket.eta_seconds, replayed=True)
