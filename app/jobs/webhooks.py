@@ -29,12 +29,45 @@ MAX_URL_CHARS = 2000
 DUE_PER_ROUND = 20
 
 
+# IPv6 ranges that carry an IPv4 address in their last 32 bits (RFC 4291, 2765, 6052).
+IPV4_IN_LAST_32 = (
+    ipaddress.IPv6Network("::ffff:0:0/96"),  # IPv4-mapped
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64 well-known prefix
+)
+# Never globally reachable, whatever they embed; Python's `is_global` (3.11) misses them.
+NOT_GLOBAL_V6 = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible, deprecated (RFC 4291): nothing routes it
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # NAT64 local-use prefixes (RFC 8215): one network's own
+    ipaddress.IPv6Network("fec0::/10"),  # site-local, deprecated (RFC 3879)
+)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address this IPv6 address carries or is translated to, by each standard form:
+    mapped, translated, compatible, NAT64 well-known, 6to4 and both ends of Teredo. A connection
+    to the IPv6 address may reach any of them. (NAT64 local-use prefixes are refused whole.)"""
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in net for net in (*IPV4_IN_LAST_32, NOT_GLOBAL_V6[0])):
+        found.append(ipaddress.IPv4Address(address.packed[12:]))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
+
+
 def is_blocked(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Anything not globally routable: loopback, private, link-local (cloud metadata
-    169.254.169.254), carrier-grade NAT, reserved, multicast; IPv4 inside IPv6 too."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return not address.is_global or address.is_multicast
+    169.254.169.254), carrier-grade NAT, reserved, multicast, unspecified; and an IPv6
+    address that embeds or translates to any such IPv4 address, in every standard form."""
+    if not address.is_global or address.is_multicast:
+        return True
+    if isinstance(address, ipaddress.IPv4Address):
+        return False
+    if any(address in net for net in NOT_GLOBAL_V6):
+        return True
+    return any(is_blocked(v4) for v4 in embedded_ipv4(address))
 
 
 @dataclass(frozen=True, slots=True)
