@@ -6,6 +6,7 @@ derived from the job id, so every retry (and every box) sends the same one.
 
 import asyncio
 import copy
+import functools
 import ipaddress
 import json
 import logging
@@ -26,7 +27,13 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_URL_CHARS = 2000
-DUE_PER_ROUND = 20
+# Due deliveries one round looks at: those whose target is at its limit are passed over, so a
+# receiver that never answers holds back another's webhook only past this many waiting for it.
+DUE_SCAN = 200
+# Deliveries in flight at once, in all and per target (host:port): a receiver that never
+# answers holds at most PER_TARGET slots, each for `webhook_timeout_s`, and nobody else's.
+MAX_CONCURRENT = 16
+PER_TARGET = 2
 
 
 # IPv6 ranges that carry an IPv4 address in their last 32 bits (RFC 4291, 2765, 6052).
@@ -158,9 +165,20 @@ class WebhookSigner:
         }
 
 
+def target_of(url: str) -> str:
+    """What the per-target limit counts: the host and port a delivery connects to."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    return f"{(parts.hostname or '').lower()}:{port}"
+
+
 class WebhookDispatcher:
-    """Delivers due webhooks one by one; each attempt is claimed in the store first, so two
-    boxes never send the same attempt, and a box that dies mid-send is retried later."""
+    """Delivers due webhooks concurrently, bounded in all and per target, so one slow receiver
+    cannot delay another's. Each attempt is claimed in the store first, so two boxes never send
+    the same attempt, and a box that dies (or stops) mid-send is retried later."""
 
     def __init__(
         self,
@@ -172,6 +190,8 @@ class WebhookDispatcher:
         max_attempts: int,
         backoff_s: float,
         timeout_s: float,
+        max_concurrent: int = MAX_CONCURRENT,
+        per_target: int = PER_TARGET,
     ) -> None:
         self._store = store
         self._signer = signer
@@ -181,26 +201,68 @@ class WebhookDispatcher:
         self._backoff_s = backoff_s
         self._timeout_s = timeout_s
         # No redirects (a 3xx could point inside) and no proxy from the environment.
-        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+        limits = httpx.Limits(max_connections=max_concurrent, max_keepalive_connections=max_concurrent)
+        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False, limits=limits)
+        self._max_concurrent = max_concurrent
+        self._per_target = per_target
+        self._sending: dict[str, asyncio.Task[None]] = {}  # job id → its delivery in flight
+        self._by_target: dict[str, int] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._sending)
 
     async def close(self) -> None:
+        """Stop deliveries in flight (each stays claimed and is retried after its claim lapses)."""
+        tasks = list(self._sending.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._client.aclose()
 
     async def deliver_due(self) -> int:
-        """One round: every pending delivery whose time came. Returns how many were attempted."""
-        attempted = 0
-        for job in await self._store.webhooks_due(time.time(), DUE_PER_ROUND):
-            if await self._deliver(job):
-                attempted += 1
-        return attempted
+        """One round: start a delivery for each due webhook with a free slot, without waiting
+        for any to finish. Returns how many were started."""
+        started = 0
+        for job in await self._store.webhooks_due(time.time(), DUE_SCAN):
+            if len(self._sending) >= self._max_concurrent:
+                break
+            target = target_of(job.webhook_url or "")
+            if job.id in self._sending or self._by_target.get(target, 0) >= self._per_target:
+                continue  # that receiver already has its share; others go ahead of it
+            claim = await self._claim(job)
+            if claim is None:
+                continue
+            self._by_target[target] = self._by_target.get(target, 0) + 1
+            task = asyncio.get_running_loop().create_task(self._deliver(claim), name=f"webhook-{job.id[:8]}")
+            self._sending[job.id] = task
+            task.add_done_callback(functools.partial(self._sent, job.id, target))
+            started += 1
+        return started
 
-    async def _deliver(self, job: Job) -> bool:
+    def _sent(self, job_id: str, target: str, _: "asyncio.Task[None]") -> None:
+        self._sending.pop(job_id, None)
+        self._by_target[target] -= 1
+        if not self._by_target[target]:
+            del self._by_target[target]
+
+    async def _claim(self, job: Job) -> Job | None:
+        """Take this attempt in the store; None if another box took it first."""
         claim = copy.deepcopy(job)
         claim.webhook_attempts += 1
         # If this box dies mid-send, the attempt is due again once this passes.
         claim.webhook_next_at = time.time() + self._timeout_s + 5.0
         if not await self._store.replace(claim, Expect(job.status, webhook_attempts=job.webhook_attempts)):
-            return False  # another box took this attempt
+            return None
+        return claim
+
+    async def _deliver(self, claim: Job) -> None:
+        try:
+            await self._attempt(claim)
+        except Exception:  # a store hiccup: the claim lapses and the attempt is retried
+            log.exception("webhook for job %s: recording the attempt failed", claim.id)
+
+    async def _attempt(self, claim: Job) -> None:
         error = await self.send(claim)
         outcome = copy.deepcopy(claim)
         outcome.webhook_error = error
@@ -212,9 +274,8 @@ class WebhookDispatcher:
             delay = self._backoff_s * 2 ** (claim.webhook_attempts - 1)
             outcome.webhook_next_at = time.time() + delay
         if error is not None:
-            log.warning("webhook for job %s, attempt %d: %s", job.id, claim.webhook_attempts, error)
-        await self._store.replace(outcome, Expect(job.status, webhook_attempts=claim.webhook_attempts))
-        return True
+            log.warning("webhook for job %s, attempt %d: %s", claim.id, claim.webhook_attempts, error)
+        await self._store.replace(outcome, Expect(claim.status, webhook_attempts=claim.webhook_attempts))
 
     async def send(self, job: Job) -> str | None:
         """POST the signed payload; None on 2xx, else the reason (the guard runs again here)."""
