@@ -68,6 +68,13 @@ class WebhookRefused(LabError):
     status, code = 422, "webhook_refused"
 
 
+class StoreUnavailable(LabError):
+    """The job store is gone (sqlite file deleted or replaced) or unreachable (Redis): a ticket
+    accepted now would be lost, so none is."""
+
+    status, code = 503, "store_unavailable"
+
+
 class IdempotencyConflict(LabError):
     """The Idempotency-Key was already used with a different body."""
 

@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import metrics
 from app.api.deps import get_lab
+from app.jobs.store import empty_counts
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
@@ -18,7 +19,8 @@ _process = psutil.Process()
 async def stats(request: Request) -> dict[str, Any]:
     lab = get_lab(request)
     lane, limited, batcher = lab.lane, lab.limited, lab.batcher
-    jobs = await lab.store.counts()
+    problem = await lab.store.check()
+    jobs = empty_counts() if problem is not None else await lab.store.counts()  # an unreachable store has none
     return {
         "lane": {
             "busy": lane.busy,
@@ -46,6 +48,7 @@ async def stats(request: Request) -> dict[str, Any]:
             "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
         },
         "jobs": jobs,
+        "store": {"problem": problem},
         "rejections": rejection_counts(),
         "cache": {"hits": lab.cache.hits, "misses": lab.cache.misses, "size": len(lab.cache)},
         "process": {"rss_bytes": _process.memory_info().rss},
@@ -89,6 +92,8 @@ async def health(request: Request) -> JSONResponse:
     lab = getattr(request.app.state, "lab", None)
     if lab is None or not lab.healthy:
         return JSONResponse({"status": "unhealthy"}, status_code=503)
+    if (problem := await lab.store.check()) is not None:  # 202s would go nowhere: say so
+        return JSONResponse({"status": "unhealthy", "store": problem}, status_code=503)
     return JSONResponse({"status": "healthy", "weights": lab.manifest.get("weights")})
 
 

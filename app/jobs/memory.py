@@ -125,6 +125,9 @@ class MemoryJobStore:
                 self._by_key.pop(job.idempotency_key, None)
         return len(old)
 
+    async def check(self) -> str | None:
+        return None  # lives as long as the process that answers
+
     async def close(self) -> None:
         return None
 

@@ -7,12 +7,17 @@ lease end, `{p}:finished` zset by finish time, `{p}:webhooks` zset by next deliv
 Scripts build key names from the prefix, so this assumes one Redis, not a cluster.
 """
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from app.errors import StoreUnavailable
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, empty_counts, is_overdue
 
@@ -24,6 +29,8 @@ DEFAULT_PREFIX = "lab:jobs"
 # the URL: `redis://host:6379/0?max_connections=128&timeout=2`.
 POOL_MAX_CONNECTIONS = 64
 POOL_TIMEOUT_S = 10.0
+# /health asks Redis for a PING; longer than this is as good as no answer.
+PING_TIMEOUT_S = 2.0
 
 LUA_COMMON = """
 local prefix = ARGV[1]
@@ -249,7 +256,10 @@ class RedisJobStore:
 
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         args = [self.prefix, job.id, job.idempotency_key or "", _text(max_queued), *self._hints(job)]
-        outcome, value, *ahead = await self._add(args=[*args, *self._fields(job)])
+        try:
+            outcome, value, *ahead = await self._add(args=[*args, *self._fields(job)])
+        except (RedisConnectionError, RedisTimeoutError) as exc:  # a 503 the client can retry, not a 500
+            raise StoreUnavailable(f"the job store (Redis) does not answer: {exc}") from exc
         if outcome == 2:
             raise QueueFull(int(value))
         if outcome == 0:
@@ -329,6 +339,14 @@ class RedisJobStore:
 
     async def forget_finished(self, before: float) -> int:
         return int(await self._forget(args=[self.prefix, repr(before), 1000]))
+
+    async def check(self) -> str | None:
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                await self._redis.ping()
+        except (RedisError, OSError, TimeoutError) as exc:
+            return f"the job store (Redis) does not answer a PING: {type(exc).__name__}: {exc}"
+        return None
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -6,12 +6,14 @@ write runs in a `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock f
 
 import asyncio
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from app.errors import StoreUnavailable
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue
 
@@ -45,6 +47,7 @@ class SqliteJobStore:
         self.path = path
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-jobs")
         self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None  # (device, inode) of the file we opened
 
     async def open(self) -> "SqliteJobStore":
         await self._call(self._open)
@@ -58,6 +61,21 @@ class SqliteJobStore:
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(SCHEMA)
         self._conn = conn
+        stat = os.stat(self.path)
+        self._inode = (stat.st_dev, stat.st_ino)
+
+    async def check(self) -> str | None:
+        """An open connection keeps writing to a deleted or replaced file, which nobody will
+        read again: compare the path's inode with the one opened (one stat, no thread hop)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return f"the job database {self.path} was deleted while serving; tickets would be lost"
+        except OSError as exc:
+            return f"the job database {self.path} cannot be read: {exc.strerror}"
+        if (stat.st_dev, stat.st_ino) != self._inode:
+            return f"the job database {self.path} was replaced by another file while serving; restart the box"
+        return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
@@ -111,6 +129,10 @@ class SqliteJobStore:
         )
 
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
+        problem = await self.check()
+        if problem is not None:  # a 202 now would be a promise no restart keeps
+            raise StoreUnavailable(problem)
+
         def add(db: sqlite3.Connection) -> tuple[Job, bool]:
             if job.idempotency_key is not None:
                 held = self._select(db, "idempotency_key = ?", (job.idempotency_key,))
