@@ -3,7 +3,8 @@
 Keys under one prefix (`?prefix=` in the URL, default `lab:jobs`):
 `{p}:job:{id}` hash (each field JSON), `{p}:queued` zset by seq, `{p}:running` zset by
 lease end, `{p}:finished` zset by finish time, `{p}:webhooks` zset by next delivery,
-`{p}:idem:{key}` → id, `{p}:seq`, `{p}:counts` (terminal statuses), `{p}:workers` zset.
+`{p}:idem:{key}` → id, `{p}:seq`, `{p}:counts` (terminal statuses), `{p}:workers` zset,
+`{p}:version` (grows with every change to a job, for watchers).
 Scripts build key names from the prefix, so this assumes one Redis, not a cluster.
 """
 
@@ -87,6 +88,7 @@ if ARGV[5] == 'queued' then
 end
 if idem ~= '' then redis.call('SET', prefix .. ':idem:' .. idem, id) end
 index(id, nil, ARGV[5], seq, ARGV[6], ARGV[7], ARGV[8], ARGV[9])
+redis.call('INCR', prefix .. ':version')
 return {1, seq, ahead}
 """
 )
@@ -111,6 +113,7 @@ end
 if ARGV[7] ~= '' and get(key, 'webhook_attempts') ~= tonumber(ARGV[7]) then return 0 end
 redis.call('HSET', key, unpack(ARGV, 13))
 index(id, old, new, get(key, 'seq'), ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+redis.call('INCR', prefix .. ':version')
 return 1
 """
 )
@@ -132,6 +135,7 @@ for _, id in ipairs(redis.call('ZRANGE', prefix .. ':queued', 0, tonumber(ARGV[5
       'lease_until', string.format('%.17g', lease))
     redis.call('ZREM', prefix .. ':queued', id)
     redis.call('ZADD', prefix .. ':running', lease, id)
+    redis.call('INCR', prefix .. ':version')
     return redis.call('HGETALL', key)
   end
 end
@@ -177,6 +181,7 @@ for _, id in ipairs(ids) do
   end
 end
 redis.call('ZREMRANGEBYSCORE', prefix .. ':workers', '-inf', '(' .. ARGV[2])
+if dropped > 0 then redis.call('INCRBY', prefix .. ':version', dropped) end
 return dropped
 """
 )
@@ -339,6 +344,9 @@ class RedisJobStore:
 
     async def forget_finished(self, before: float) -> int:
         return int(await self._forget(args=[self.prefix, repr(before), 1000]))
+
+    async def version(self) -> int:
+        return int(await self._redis.get(self._key("version")) or 0)
 
     async def check(self) -> str | None:
         try:

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_webhook ON jobs (webhook_state, webhook_next_at);
 CREATE TABLE IF NOT EXISTS workers (owner TEXT PRIMARY KEY, seen_until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);
 """
 
 
@@ -63,6 +65,12 @@ class SqliteJobStore:
         self._conn = conn
         stat = os.stat(self.path)
         self._inode = (stat.st_dev, stat.st_ino)
+
+    async def version(self) -> int:
+        def version() -> int:
+            return int(self._db.execute("SELECT value FROM meta WHERE name = 'version'").fetchone()[0])
+
+        return await self._call(version)
 
     async def check(self) -> str | None:
         """An open connection keeps writing to a deleted or replaced file, which nobody will
@@ -128,6 +136,12 @@ class SqliteJobStore:
             row,
         )
 
+    @staticmethod
+    def _bump(db: sqlite3.Connection, changes: int = 1) -> None:
+        """Count job changes in the same transaction, for watchers on every box (not lease renewals)."""
+        if changes:
+            db.execute("UPDATE meta SET value = value + ? WHERE name = 'version'", (changes,))
+
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         problem = await self.check()
         if problem is not None:  # a 202 now would be a promise no restart keeps
@@ -155,6 +169,7 @@ class SqliteJobStore:
             assert cursor.lastrowid is not None
             job.seq = cursor.lastrowid
             self._update(db, job)  # the doc carries its seq too
+            self._bump(db)
             return job, True
 
         return await self._call(self._write, add)
@@ -172,6 +187,7 @@ class SqliteJobStore:
             for job in self._select(db, "status = 'queued' ORDER BY seq LIMIT ?", (CLAIM_SCAN,)):
                 if is_due(job, now):
                     self._update(db, claimed(job, owner, lease_s, now))
+                    self._bump(db)
                     return job
             return None
 
@@ -183,6 +199,7 @@ class SqliteJobStore:
             if not current or not expect.holds(current[0], job):
                 return False
             self._update(db, job)
+            self._bump(db)
             return True
 
         return await self._call(self._write, replace)
@@ -271,6 +288,7 @@ class SqliteJobStore:
                 "AND (webhook_state IS NULL OR webhook_state != 'pending')",
                 (before,),
             )
+            self._bump(db, cursor.rowcount)
             return cursor.rowcount
 
         return await self._call(self._write, forget)

@@ -79,6 +79,10 @@ class JobStore(Protocol):
     async def forget_finished(self, before: float) -> int:
         """Drop terminal jobs finished before `before` (and their idempotency keys)."""
 
+    async def version(self) -> int:
+        """A number that grows with every change to a job (add, claim, replace, forget) by any
+        box; lease renewals do not count. One cheap read: what `StoreWatcher` polls."""
+
     async def check(self) -> str | None:
         """None while the store keeps what it is given; else why not, in a sentence. Cheap
         enough for every /health: a stat of the sqlite file, a PING to Redis."""

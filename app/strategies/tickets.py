@@ -21,6 +21,7 @@ from app.jobs import lifecycle
 from app.jobs.keeper import JobKeeper
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.store import Ahead, JobStore, QueueFull
+from app.jobs.watch import StoreWatcher
 from app.jobs.webhooks import WebhookDispatcher, resolve_target
 from app.lane import InferenceLane
 from app.merge import merged
@@ -88,7 +89,7 @@ class TicketService:
             policy=self._policy,
         )
         self._wakeup = asyncio.Event()
-        self._changed = asyncio.Event()
+        self._watch = StoreWatcher(store, settings.job_poll_s)  # one store poll for every follower
         self._tasks: list[asyncio.Task[None]] = []
         # Loops also check this flag: redis-py can swallow a task's cancellation mid-command.
         self._stopping = False
@@ -121,6 +122,7 @@ class TicketService:
             await self._store.replace(lifecycle.released(job), self._run_fence(job))
         if self._webhooks is not None:
             await self._webhooks.close()
+        await self._watch.close()
 
     @property
     def worker_alive(self) -> bool:
@@ -207,6 +209,7 @@ class TicketService:
         last: tuple[object, ...] | None = None
         quiet_since = time.monotonic()
         while True:
+            since = self._watch.mark()  # before the read: a change after it ends the wait below
             try:
                 ticket = await self.status(job_id)
             except JobNotFound:
@@ -221,13 +224,7 @@ class TicketService:
                 yield None
             if job.status.terminal:
                 return
-            changed = self._changed
-            # Other boxes change the store too: look again after a short while regardless.
-            try:
-                async with asyncio.timeout(self._settings.job_poll_s):
-                    await changed.wait()
-            except TimeoutError:
-                pass
+            await self._watch.wait(since, keepalive_s)  # a change on any box, or time for a keep-alive
 
     async def follow_many(
         self, job_ids: Sequence[str], keepalive_s: float = 15.0
@@ -309,8 +306,7 @@ class TicketService:
     def _notify(self) -> None:
         """Wake the worker and every follower on this box."""
         self._wakeup.set()
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._watch.notify()
 
     async def _check_held(self, held: set[str]) -> None:
         """Stop our run if the job was canceled (on any box) or taken back from us.
