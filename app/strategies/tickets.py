@@ -211,7 +211,7 @@ class TicketService:
         while True:
             since = self._watch.mark()  # before the read: a change after it ends the wait below
             try:
-                ticket = await self.status(job_id)
+                ticket = await self._watch.read(job_id, lambda: self.status(job_id))  # one read per change
             except JobNotFound:
                 return
             job = ticket.job

@@ -121,3 +121,25 @@ async def test_idle_followers_do_not_read_the_store(tmp_path: Path, monkeypatch:
     assert idle_reads == 0
     for tap in taps:
         assert all(events_of(tap.events, job_id)[-1]["status"] == "done" for job_id in ids)
+
+
+async def test_followers_of_one_job_share_one_read_per_change() -> None:
+    watcher = StoreWatcher(_Fixed(), poll_s=60)
+    fetched = Counter[str]()
+    gate = asyncio.Event()
+
+    async def fetch() -> str:
+        fetched["a"] += 1
+        await gate.wait()
+        return f"read {fetched['a']}"
+
+    readers = [asyncio.create_task(watcher.read("a", fetch)) for _ in range(50)]
+    leaving = asyncio.create_task(watcher.read("a", fetch))
+    await eventually(lambda: _true(fetched["a"] == 1))  # the shared read has begun
+    leaving.cancel()  # one follower leaves: the others' read goes on
+    gate.set()
+    first = await asyncio.gather(*readers)
+    watcher.notify()  # a change: the next read is a fresh one
+    second = await watcher.read("a", fetch)
+    await watcher.close()
+    assert first == ["read 1"] * 50 and second == "read 2" and fetched["a"] == 2
