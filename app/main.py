@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import info, page, predict, tickets
+from app.api import info, live, page, predict, tickets
 from app.api.deps import document_limits
 from app.errors import install_error_handlers
 from app.lab import open_lab
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.include_router(predict.router)
     app.include_router(tickets.router)
     app.include_router(info.router)
+    app.include_router(live.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")
     document_limits(app, settings)
