@@ -32,12 +32,6 @@
   const mib = (bytes) => `${(bytes / MIB).toFixed(0)} MiB`;
   const incarnation = (stats) => (stats.box && stats.box.incarnation != null ? stats.box.incarnation : null);
 
-  function describeDeath(death) {
-    if (!death) return "없음";
-    if (typeof death === "string") return death;
-    return [death.reason || death.cause, death.at || death.when].filter(Boolean).join(" · ") || JSON.stringify(death);
-  }
-
   function renderStats(stats) {
     const lane = stats.lane;
     const laneEl = document.getElementById("box-lane");
@@ -54,9 +48,19 @@
     memory.dataset.rssBytes = String(stats.process.rss_bytes);
     memory.textContent = mib(stats.process.rss_bytes);
     setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
-    const life = incarnation(stats);
-    document.getElementById("box-life-row").hidden = life === null;
-    if (life !== null) setText("box-life", `${life}번째 기동 · 마지막 죽음: ${describeDeath(stats.box.last_death)}`);
+    // `box` is there once the box (app/box) reports on /api/stats; the panel works without it.
+    const box = stats.box;
+    if (box && box.last_death) {
+      const cause = box.last_death.cause === "memory_cap" ? "메모리 상한" : box.last_death.cause;
+      setText("box-death", `상자가 죽었습니다 (${cause}) → 다시 살아남 (${box.incarnation}번째)`);
+      document.getElementById("box-death").hidden = false;
+    }
+    // burst.js relabels rows whose connection the dead box took with it.
+    if (box && window.labBoxDeaths !== undefined && box.deaths > window.labBoxDeaths) {
+      window.labBoxDeaths = box.deaths;
+      document.dispatchEvent(new Event("lab:box-died"));
+    }
+    if (box) window.labBoxDeaths = box.deaths;
     const body = document.getElementById("box-paths");
     body.replaceChildren(
       ...Object.entries(PATH_LABELS).map(([path, label]) => {
@@ -217,7 +221,9 @@
       .filter(([path]) => r.peakWaiting[path] > 0)
       .map(([path, label]) => `${label.split(" ")[0]} ${r.peakWaiting[path]}`);
     parts.push(`서버 최대 대기 ${waiting.length ? waiting.join(" · ") : "0"}`);
-    parts.push(r.boxDied === null ? "상자 재시작: 알 수 없음" : r.boxDied ? "⚠ 상자가 죽었다 다시 떴습니다" : "상자 살아 있음");
+    // Only when /api/stats reports the box's incarnation; otherwise a restart cannot be told from here.
+    if (r.boxDied !== null) parts.push(r.boxDied ? "⚠ 상자가 죽었다 다시 떴습니다" : "상자 살아 있음");
+    if (r.lostSocket) parts.push("발사 중 WebSocket이 끊김");
     parts.push(`패널 갱신 ${r.updates}번, 최대 간격 ${(r.maxGapMs / 1000).toFixed(1)}초`);
     return parts.join(" · ");
   }
@@ -245,14 +251,24 @@
     };
   }
 
+  function boxLine(box) {
+    const c = box.calibration;
+    const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
+    const speed = c ? `리뷰당 목표 ${c.target_s}초, 실제 ${c.achieved_s}초 (이 컴퓨터 ${c.host_cpu_s}초, ${c.method})` : "이 컴퓨터 속도 그대로";
+    const memory = box.memory_cap_bytes ? `메모리 상한 ${(box.memory_cap_bytes / 2 ** 30).toFixed(1)} GiB (${box.memory_mode})` : "메모리 상한 없음";
+    return `상자: ${cpus} · ${speed} · ${memory}`;
+  }
+
   async function showModel() {
     try {
       const response = await fetch("/api/model", { cache: "no-store" });
       const model = await response.json();
-      const simulated = model.simulated_seconds_per_review
-        ? ` · 느린 상자 흉내: 리뷰당 ${model.simulated_seconds_per_review}초`
-        : "";
-      setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${simulated}`);
+      const extra = model.box
+        ? ` · ${boxLine(model.box)}`
+        : model.simulated_seconds_per_review
+          ? ` · 느린 상자 흉내: 리뷰당 ${model.simulated_seconds_per_review}초`
+          : "";
+      setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${extra}`);
       if (model.random_weights) {
         document.getElementById("weights-banner").hidden = false;
         setText("weights-detail", `지금 모델: ${model.name}`);
