@@ -1,4 +1,4 @@
-"""Assembles the lab: settings, lifespan, middleware, routers. `app.main:app` is the ASGI app."""
+"""Assembles the lab: settings, lifespan, middleware, error handlers, routers. `app.main:app` is the ASGI app."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -6,11 +6,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api import info, page, predict, tickets
-from app.api.deps import document_limits
-from app.errors import install_error_handlers
-from app.lab import open_lab
+from app.collector import lab_registry
+from app.failures import SafeJSONResponse, install_error_handlers
+from app.lab import Lab, open_lab
+from app.metrics import RequestTally
 from app.middleware import LabMiddleware
 from app.model import Scorer
+from app.openapi import document
 from app.settings import Settings, get_settings
 
 
@@ -33,15 +35,23 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         docs_url="/api/docs",
         openapi_url="/api/openapi.json",
         redoc_url=None,
+        default_response_class=SafeJSONResponse,
     )
-    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.state.settings = settings
+
+    def current_lab() -> Lab | None:
+        return getattr(app.state, "lab", None)
+
+    requests = RequestTally()
+    app.state.registry, app.state.collector = lab_registry(current_lab, requests)
+    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=requests)
     install_error_handlers(app)
     app.include_router(predict.router)
     app.include_router(tickets.router)
     app.include_router(info.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")
-    document_limits(app, settings)
+    document(app, settings)
     return app
 
 
