@@ -4,6 +4,7 @@ an undocumented 422 or a wrong header, and each a clear, documented answer now."
 import asyncio
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -89,7 +90,7 @@ async def test_non_finite_numbers_in_a_rejected_body_are_a_422(tmp_path: Path, u
 class EmptyRankingScorer(GatedScorer):
     """A model bug: a ranking with no topics (the answer cannot name a top topic)."""
 
-    def score(self, texts: list[str]) -> list[Ranking]:  # type: ignore[override]
+    def score(self, texts: Sequence[str]) -> list[Ranking]:
         super().score(texts)
         return [[] for _ in texts]
 
