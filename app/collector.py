@@ -36,9 +36,9 @@ def labelled(family: GaugeMetricFamily | CounterMetricFamily, rows: Iterable[tup
 class LabCollector(Collector):
     """`refresh()` reads the store (async) before a scrape; everything else is read inside `collect`."""
 
-    def __init__(self, lab: Callable[[], Lab | None], requests: RequestTally) -> None:
+    def __init__(self, lab: Callable[[], Lab | None]) -> None:
         self._lab = lab
-        self._requests = requests
+        self.requests = RequestTally()  # counted by LabMiddleware, the one place that sees every answer
         self._tickets = TicketsSnapshot(empty_counts(), {"job_queue_full": 0})
 
     async def refresh(self) -> None:
@@ -48,7 +48,7 @@ class LabCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         requests = CounterMetricFamily("review_requests", HELP["review_requests"], labels=["path", "status"])
-        yield labelled(requests, sorted(self._requests.snapshot().items()))
+        yield labelled(requests, sorted(self.requests.snapshot().items()))
         lab = self._lab()
         if lab is not None:
             yield from self.families(lab.snapshot(), self._tickets)
@@ -112,12 +112,12 @@ class LabCollector(Collector):
         )
 
 
-def lab_registry(lab: Callable[[], Lab | None], requests: RequestTally) -> tuple[CollectorRegistry, LabCollector]:
+def lab_registry(lab: Callable[[], Lab | None]) -> tuple[CollectorRegistry, LabCollector]:
     """A registry of this app's own: the lab's metrics plus the process metrics Prometheus expects."""
     registry = CollectorRegistry()
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
-    collector = LabCollector(lab, requests)
+    collector = LabCollector(lab)
     registry.register(collector)
     return registry, collector

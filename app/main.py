@@ -9,7 +9,6 @@ from app.api import info, page, predict, tickets
 from app.collector import lab_registry
 from app.failures import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
-from app.metrics import RequestTally
 from app.middleware import LabMiddleware
 from app.model import Scorer
 from app.openapi import document
@@ -42,9 +41,9 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     def current_lab() -> Lab | None:
         return getattr(app.state, "lab", None)
 
-    requests = RequestTally()
-    app.state.registry, app.state.collector = lab_registry(current_lab, requests)
-    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=requests)
+    app.state.registry, app.state.collector = lab_registry(current_lab)
+    # The middleware counts every answer into the collector's tally: one registry per app.
+    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests)
     install_error_handlers(app)
     app.include_router(predict.router)
     app.include_router(tickets.router)

@@ -81,6 +81,8 @@ def document(app: FastAPI, settings: Settings) -> None:
                     for key in ("summary", "description"):
                         if key in operation:
                             operation[key] = quoted(operation[key], settings)
+                    for answered in operation.get("responses", {}).values():
+                        answered["description"] = quoted(answered.get("description", ""), settings)
             app.openapi_schema = schema
         return app.openapi_schema
 
