@@ -33,7 +33,7 @@ burst url n="12" path="all":
 tiny-model:
     python -m app.prepare tiny
 
-# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes static/bench/).
+# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes docs/bench/).
 bench:
     @if [ ! -f {{twin_model}} ]; then just twin; fi
     python -m app.bench.batching
@@ -73,6 +73,6 @@ load *ARGS:
 memcap:
     flock /tmp/lab-cpu.lock python -m app.bench.overload --only naive-12,naive-12-long,naive-12-long-guard,limited-200,batched-200,tickets-200,tickets-1000-queued
 
-# Every overload figure (memory cap, 10x load for 60 s, honest hints) into static/bench/overload.md (~20 min, root).
+# Every overload figure (memory cap, 10x load for 60 s, honest hints) into docs/bench/overload.md (~20 min, root).
 overload-report *ARGS:
     flock /tmp/lab-cpu.lock python -m app.bench.overload {{ARGS}}

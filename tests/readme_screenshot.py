@@ -17,7 +17,7 @@ from tests.server import ROOT, live_server
 from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
-OUTPUT = ROOT / "static" / "img" / "burst-limited.png"
+OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"
 
 
 def main(model_dir: Path) -> None:
