@@ -56,6 +56,7 @@ def summaries(stdout: str) -> dict[str, dict[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: LiveServer, tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     result = run_burst(server.url, "12", "limited", "--json", str(out))
@@ -73,6 +74,7 @@ def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: Live
     assert len({r["text"] for r in rows}) == 12  # distinct reviews, so the cache answers none of them
 
 
+@pytest.mark.slow
 def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveServer, tmp_path: Path) -> None:
     out = tmp_path / "tickets.json"
     result = run_burst(server.url, "4", "4", "--json", str(out))
@@ -86,6 +88,7 @@ def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveS
     assert max(r["actual_s"] for r in rows) >= 0.9 * 4 * SECONDS_PER_REVIEW
 
 
+@pytest.mark.slow
 def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
     result = run_burst(server.url, "3")
     assert result.returncode == 0, result.stderr

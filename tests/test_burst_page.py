@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
 
 from tests.server import ROOT, LiveServer, live_server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
