@@ -239,8 +239,10 @@ def _finish_ticket(row: Row, job: dict[str, Any], headers: Message | None) -> No
     if job.get("waited_ms") is not None:
         row.actual_s = (job["waited_ms"] + (job.get("inference_ms") or 0.0)) / 1000
     result = job.get("result")
-    if result:
-        row.top_topic = result[0].get("label")
+    # The handout's shape is {"topics": [...]}; older boxes answered the bare list.
+    topics = result.get("topics") if isinstance(result, dict) else result
+    if isinstance(topics, list) and topics and isinstance(topics[0], dict):
+        row.top_topic = topics[0].get("label")
 
 
 def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:

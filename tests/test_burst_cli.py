@@ -196,3 +196,11 @@ def test_server_timing_and_quantiles_match_the_page(burst: ModuleType) -> None:
     assert burst.quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
     assert burst.quantile([float(v) for v in range(1, 21)], 0.95) == 19.0
     assert burst.quantile([], 0.5) is None
+
+
+def test_a_done_ticket_names_its_top_topic_in_the_handout_shape_and_the_old_one(burst: ModuleType) -> None:
+    topics = [{"id": "kind", "label": "친절", "score": 0.9}, {"id": "price", "label": "가격", "score": 0.1}]
+    for result in ({"topics": topics}, topics):  # {"topics": [...]} as the handout shows; a bare list from older boxes
+        row = burst.Row(index=1, path="tickets", text="a")
+        burst._finish_ticket(row, {"status": "done", "result": result, "waited_ms": 5.0, "inference_ms": 20.0}, None)
+        assert (row.job_status, row.top_topic, row.actual_s) == ("done", "친절", 0.025)
