@@ -60,7 +60,7 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
-            "See README, 'Real weights'.",
+            "See docs/model.md, 'Real weights'.",
             model_dir,
         )
     return scorer, manifest
