@@ -60,7 +60,9 @@ _twin-if-missing:
 
 # ---------------------------------------------------------------- tests
 
-# Install the Debian packages the browser and Prometheus tests need (chromium, prometheus, Korean fonts), only those missing.
+# What the tests need from the system: Debian's chromium, prometheus and Korean fonts (installed only when missing),
+# and the Redis at 127.0.0.1:6379 (started only when redis-server is installed and nothing answers there).
+# Install what the browser, Prometheus and Redis tests need (only what is missing or down).
 [group('tests')]
 setup:
     #!/usr/bin/env bash
@@ -73,6 +75,9 @@ setup:
         sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
         $sudo apt-get update -q
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+    if command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+        redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
     fi
 
 # Lint and type-check everything (burst.py also as Python 3.9, the oldest a student's Mac may have).
