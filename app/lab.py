@@ -113,7 +113,7 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
-            "See README, 'Real weights'.",
+            "See docs/model.md, 'Real weights'.",
             model_dir,
         )
     return scorer, manifest
@@ -128,7 +128,7 @@ def warmup_text(settings: Settings) -> str:
     """A sample review of median length: the service clock starts from what a typical review costs.
 
     Cost grows with length; warming up on the shortest sample made the first ETAs and
-    Retry-After hints about half of the truth (measured in static/bench/overload.md).
+    Retry-After hints about half of the truth (measured in docs/bench/overload.md).
     """
     samples = samples_by_length(settings)
     return samples[len(samples) // 2]

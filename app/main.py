@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import info, page, predict, tickets
+from app.api import docs, info, page, predict, tickets
 from app.collector import lab_registry
 from app.failures import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
@@ -31,7 +31,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         description="One slow cross-encoder, four ways to cope with a crowd.",
         version="1.0.0",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # app/api/docs.py serves Swagger UI from the box, not a CDN
         openapi_url="/api/openapi.json",
         redoc_url=None,
         default_response_class=SafeJSONResponse,
@@ -50,6 +50,8 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.include_router(info.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")
+    app.include_router(docs.router)
+    app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
     document(app, settings)
     return app
 

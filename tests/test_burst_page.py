@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
 
 from tests.server import ROOT, LiveServer, live_server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -51,7 +51,7 @@ Row = dict[str, Any]
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI: `just test` installs it (_system-deps)")
+            pytest.fail(f"{CHROMIUM} is missing in CI: `just setup` installs it")
         pytest.skip(f"{CHROMIUM} is not installed")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
