@@ -51,7 +51,7 @@ Row = dict[str, Any]
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI: `just test` installs it (_system-deps)")
+            pytest.fail(f"{CHROMIUM} is missing in CI: `just setup` installs it")
         pytest.skip(f"{CHROMIUM} is not installed")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

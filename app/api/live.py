@@ -11,11 +11,14 @@ import logging
 from contextlib import suppress
 from typing import Any
 
-from fastapi import APIRouter, Request, WebSocket
+from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from app.api import info
+from app.errors import WEBSOCKET_ONLY, error_body
+from app.lab import Lab
+from app.schema import ErrorOut
 
 PUSH_EVERY_S = 0.5
 GOING_AWAY = 1001  # RFC 6455: the server is going down; the page falls back to polling, then reconnects
@@ -24,27 +27,25 @@ router = APIRouter(tags=["info"])
 log = logging.getLogger(__name__)
 
 
-async def stats_body(websocket: WebSocket) -> dict[str, Any]:
-    """Exactly what GET /api/stats answers (its route only reads `request.app`); one line to rewire."""
-    return await info.stats(Request({"type": "http", "app": websocket.app, "headers": []}))
+async def stats_body(lab: Lab) -> dict[str, Any]:
+    """Exactly what GET /api/stats answers, from the same snapshots."""
+    return info.stats_body(lab.snapshot(), await lab.tickets.snapshot())
 
 
 @router.get(
     "/api/stats/live",
-    status_code=426,
+    status_code=WEBSOCKET_ONLY.status,
     summary="Live stats: open this address as a WebSocket (ws://…); a plain GET answers 426",
-    responses={426: {"description": "Not a WebSocket handshake"}},
+    responses={WEBSOCKET_ONLY.status: {"model": ErrorOut, "description": "Not a WebSocket handshake"}},
 )
 async def stats_live_over_http() -> JSONResponse:
     """A student who clicks the address gets told what it is, in the one error shape, instead of a bare 404."""
+    detail = (
+        f"Open /api/stats/live as a WebSocket: it sends the JSON of GET /api/stats every {PUSH_EVERY_S:g} s. "
+        "GET /api/stats answers the same JSON once."
+    )
     return JSONResponse(
-        {
-            "error": "websocket_only",
-            "detail": "Open /api/stats/live as a WebSocket: it sends the JSON of GET /api/stats "
-            f"every {PUSH_EVERY_S:g} s. GET /api/stats answers the same JSON once.",
-        },
-        status_code=426,
-        headers={"Upgrade": "websocket"},
+        error_body(WEBSOCKET_ONLY, detail), status_code=WEBSOCKET_ONLY.status, headers={"Upgrade": "websocket"}
     )
 
 
@@ -67,8 +68,8 @@ async def stats_live(websocket: WebSocket) -> None:
 
 async def _push(websocket: WebSocket) -> None:
     try:
-        while getattr(websocket.app.state, "lab", None) is not None:
-            await websocket.send_json(await stats_body(websocket))
+        while (lab := getattr(websocket.app.state, "lab", None)) is not None:
+            await websocket.send_json(await stats_body(lab))
             await asyncio.sleep(PUSH_EVERY_S)
         await websocket.close(code=GOING_AWAY)
     except (WebSocketDisconnect, RuntimeError, OSError) as exc:
