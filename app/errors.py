@@ -36,6 +36,7 @@ WAITED_TOO_LONG = ErrorKind(503, "waited_too_long", "Waited too long for the mod
 INFERENCE_FAILED = ErrorKind(503, "inference_failed", "The model failed on this review.")
 MEMORY_WOULD_NOT_FIT = ErrorKind(503, "memory_would_not_fit", "One more inference would not fit in memory.")
 UNHEALTHY = ErrorKind(503, "unhealthy", "The model is not loaded or the lane or ticket worker has stopped.")
+STORE_UNAVAILABLE = ErrorKind(503, "store_unavailable", "The job store is gone or unreachable; no ticket is taken.")
 WEBSOCKET_ONLY = ErrorKind(426, "websocket_only", "This address speaks WebSocket only (/api/stats/live).")
 
 TABLE: tuple[ErrorKind, ...] = (
@@ -58,6 +59,7 @@ TABLE: tuple[ErrorKind, ...] = (
     INFERENCE_FAILED,
     MEMORY_WOULD_NOT_FIT,
     UNHEALTHY,
+    STORE_UNAVAILABLE,
     WEBSOCKET_ONLY,
 )
 
@@ -139,6 +141,13 @@ class WebhookRefused(LabError):
     """The webhook target is not allowed (scheme, unresolvable, or a private address: SSRF guard)."""
 
     kind = WEBHOOK_REFUSED
+
+
+class StoreUnavailable(LabError):
+    """The job store is gone (sqlite file deleted or replaced) or unreachable (Redis): a ticket
+    accepted now would be lost, so none is."""
+
+    kind = STORE_UNAVAILABLE
 
 
 class IdempotencyConflict(LabError):

@@ -1,6 +1,5 @@
 """Path 4, the followers: one ticket's changes as a stream, or many tickets' over one stream."""
 
-import asyncio
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -23,7 +22,7 @@ class JobMissing:
 
 
 class TicketFollower:
-    """Reads tickets through the service and wakes on this box's changes (or after `poll_s`)."""
+    """Reads tickets through the service and wakes when a job changes on any box."""
 
     def __init__(self, service: TicketService, signals: Signals, config: FollowConfig) -> None:
         self._service = service
@@ -38,6 +37,7 @@ class TicketFollower:
         last: tuple[object, ...] | None = None
         quiet_since = time.monotonic()
         while True:
+            since = self._signals.watch.mark()  # before the read: a change after it ends the wait below
             try:
                 ticket = await self._service.status(job_id)
             except JobNotFound:
@@ -52,13 +52,7 @@ class TicketFollower:
                 yield None
             if job.status.terminal:
                 return
-            changed = self._signals.changed
-            # Other boxes change the store too: look again after a short while regardless.
-            try:
-                async with asyncio.timeout(self._config.poll_s):
-                    await changed.wait()
-            except TimeoutError:
-                pass
+            await self._signals.watch.wait(since, keepalive_s)  # a change on any box, or time for a keep-alive
 
     async def follow_many(
         self, job_ids: Sequence[str], keepalive_s: float = 15.0
