@@ -36,6 +36,8 @@ WAITED_TOO_LONG = ErrorKind(503, "waited_too_long", "Waited too long for the mod
 INFERENCE_FAILED = ErrorKind(503, "inference_failed", "The model failed on this review.")
 MEMORY_WOULD_NOT_FIT = ErrorKind(503, "memory_would_not_fit", "One more inference would not fit in memory.")
 UNHEALTHY = ErrorKind(503, "unhealthy", "The model is not loaded or the lane or ticket worker has stopped.")
+SHUTTING_DOWN = ErrorKind(503, "shutting_down", "The box is shutting down; reconnect to follow your tickets.")
+TOO_MANY_CONNECTIONS = ErrorKind(503, "too_many_connections", "Every connection the box allows is in use; retry.")
 
 TABLE: tuple[ErrorKind, ...] = (
     BAD_REQUEST,
@@ -57,6 +59,8 @@ TABLE: tuple[ErrorKind, ...] = (
     INFERENCE_FAILED,
     MEMORY_WOULD_NOT_FIT,
     UNHEALTHY,
+    SHUTTING_DOWN,
+    TOO_MANY_CONNECTIONS,
 )
 
 # Statuses the framework raises itself (routing, body reading), and the kind each becomes.

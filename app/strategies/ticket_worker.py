@@ -49,6 +49,7 @@ class TicketWorker:
         self._tasks: list[asyncio.Task[None]] = []
         # Loops also check this flag: redis-py can swallow a task's cancellation mid-command.
         self._stopping = False
+        self._draining = False  # the box is shutting down: housekeeping goes on, claiming does not
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -60,6 +61,11 @@ class TicketWorker:
             self._tasks.append(
                 loop.create_task(self._every(self._config.poll_s, self._webhooks.deliver_due), name="ticket-webhooks")
             )
+
+    def drain(self) -> None:
+        """Claim nothing more; the run in progress goes on (it ends, or `stop` hands it back)."""
+        self._draining = True
+        self._signals.wakeup.set()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -108,7 +114,7 @@ class TicketWorker:
 
     async def _work(self) -> None:
         wakeup = self._signals.wakeup
-        while not self._stopping:
+        while not (self._stopping or self._draining):
             try:
                 job = await self._store.claim_next(self._local.owner, self._config.lease_s, time.time())
             except Exception:
