@@ -108,6 +108,11 @@ class GuardedProtocol(HttpToolsProtocol):
         if idle_next and not self.transport.is_closing():
             self._arm()
 
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # a WebSocket is another protocol from here on, outside the deadline and the cap
+        self.guard.forget(self)
+        super().handle_websocket_upgrade()
+
     def close(self) -> None:
         self._disarm()
         self.guard.forget(self)
