@@ -1,7 +1,8 @@
 """Measure a SIGTERM with an event stream open: `python -m tools.drain_time --launcher serve`.
 
-Starts the lab (tiny model slowed to 2 s a review), follows a queued ticket, sends SIGTERM and
-reports how the stream ended, how long the process took to exit, and whether its log has a traceback.
+Starts the lab (tiny model slowed to 2 s a review), follows the last of 20 queued tickets (40 s of
+work), sends SIGTERM and reports how the stream ended, how long the process took to exit, and
+whether its log has a traceback.
 """
 
 import argparse
@@ -39,7 +40,7 @@ def main() -> None:
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log)
     wait_healthy(url, process, limit_s=120)
     with httpx.Client(base_url=url, timeout=60) as client:
-        ids = [client.post("/api/queue/jobs", json={"text": f"드레인 {i}"}).json()["job_id"] for i in range(3)]
+        ids = [client.post("/api/queue/jobs", json={"text": f"드레인 {i}"}).json()["job_id"] for i in range(20)]
     lines: list[str] = []
     ended: list[float] = []
     opened = threading.Event()
