@@ -46,13 +46,14 @@ def main() -> None:
     opened = threading.Event()
 
     def follow() -> None:
-        with (
-            httpx.Client(base_url=url, timeout=120) as client,
-            client.stream("GET", f"/api/queue/jobs/{ids[-1]}/events") as s,
-        ):
-            for line in s.iter_lines():
-                lines.append(line)
-                opened.set()
+        try:
+            events = f"/api/queue/jobs/{ids[-1]}/events"
+            with httpx.Client(base_url=url, timeout=120) as client, client.stream("GET", events) as stream:
+                for line in stream.iter_lines():
+                    lines.append(line)
+                    opened.set()
+        except httpx.HTTPError as exc:
+            lines.append(f"event: (cut: {type(exc).__name__})")
         ended.append(time.monotonic())
 
     reader = threading.Thread(target=follow)
