@@ -39,7 +39,7 @@ class LabCollector(Collector):
     def __init__(self, lab: Callable[[], Lab | None]) -> None:
         self._lab = lab
         self.requests = RequestTally()  # counted by LabMiddleware, the one place that sees every answer
-        self._tickets = TicketsSnapshot(empty_counts(), {"job_queue_full": 0})
+        self._tickets = TicketsSnapshot(empty_counts(), {"job_queue_full": 0}, None)
 
     async def refresh(self) -> None:
         lab = self._lab()

@@ -36,6 +36,7 @@ WAITED_TOO_LONG = ErrorKind(503, "waited_too_long", "Waited too long for the mod
 INFERENCE_FAILED = ErrorKind(503, "inference_failed", "The model failed on this review.")
 MEMORY_WOULD_NOT_FIT = ErrorKind(503, "memory_would_not_fit", "One more inference would not fit in memory.")
 UNHEALTHY = ErrorKind(503, "unhealthy", "The model is not loaded or the lane or ticket worker has stopped.")
+STORE_UNAVAILABLE = ErrorKind(503, "store_unavailable", "The job store is gone or unreachable; no ticket is taken.")
 SHUTTING_DOWN = ErrorKind(503, "shutting_down", "The box is shutting down; reconnect to follow your tickets.")
 TOO_MANY_CONNECTIONS = ErrorKind(503, "too_many_connections", "Every connection the box allows is in use; retry.")
 
@@ -59,6 +60,7 @@ TABLE: tuple[ErrorKind, ...] = (
     INFERENCE_FAILED,
     MEMORY_WOULD_NOT_FIT,
     UNHEALTHY,
+    STORE_UNAVAILABLE,
     SHUTTING_DOWN,
     TOO_MANY_CONNECTIONS,
 )
@@ -141,6 +143,13 @@ class WebhookRefused(LabError):
     """The webhook target is not allowed (scheme, unresolvable, or a private address: SSRF guard)."""
 
     kind = WEBHOOK_REFUSED
+
+
+class StoreUnavailable(LabError):
+    """The job store is gone (sqlite file deleted or replaced) or unreachable (Redis): a ticket
+    accepted now would be lost, so none is."""
+
+    kind = STORE_UNAVAILABLE
 
 
 class IdempotencyConflict(LabError):

@@ -104,7 +104,7 @@ class JobOut(BaseModel):
     status: JobStatus
     position: int | None = Field(None, description="Jobs ahead of this one, the running ones included")
     eta_seconds: float | None = Field(None, description="Estimated seconds until done, from measured service time")
-    result: list[dict[str, Any]] | None = None
+    result: dict[str, list[dict[str, Any]]] | None = Field(None, description='Once done: {"topics": [...]}, best first')
     error: str | None = None
     waited_ms: float | None = None
     inference_ms: float | None = None

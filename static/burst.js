@@ -230,7 +230,7 @@
       row.error = final.error || null;
       applyTiming(row, final.timing);
       if (final.waited_ms != null) row.ticket.actualS = (final.waited_ms + (final.inference_ms || 0)) / 1000;
-      if (final.result && final.result.length) row.top = final.result[0].label;
+      if (final.result && final.result.topics.length) row.top = final.result.topics[0].label;
     } else if (tickets) {
       tickets.skip();
     }

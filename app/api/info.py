@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import get_lab
-from app.errors import UNHEALTHY, error_body
+from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
 from app.lab import LabSnapshot
 from app.strategies.tickets import TicketsSnapshot
 
@@ -47,6 +47,7 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot) -> dict[str, Any]:
             "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
         },
         "jobs": jobs,
+        "store": {"problem": tickets.store_problem},
         "rejections": {
             "naive": snap.naive.rejections,
             "limited": limited.rejections,
@@ -93,6 +94,9 @@ async def health(request: Request) -> JSONResponse:
             UNHEALTHY, "The lab is not serving: starting, stopping, or its lane or ticket worker has stopped."
         )
         return JSONResponse({"status": "unhealthy", **body}, status_code=UNHEALTHY.status)
+    if (problem := await lab.store.check()) is not None:  # 202s would go nowhere: say so
+        body = error_body(STORE_UNAVAILABLE, f"The job store cannot keep tickets: {problem}")
+        return JSONResponse({"status": "unhealthy", "store": problem, **body}, status_code=STORE_UNAVAILABLE.status)
     return JSONResponse({"status": "healthy", "weights": lab.manifest.get("weights")})
 
 

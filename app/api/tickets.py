@@ -33,6 +33,8 @@ async def job_request(
     text = check_text(job.text, get_lab(request).settings.max_text_chars)
     if job.webhook_url is not None:
         valid_unicode(job.webhook_url, "webhook_url", InvalidJob)
+    if idempotency_key is not None and not idempotency_key.strip():  # else one key shared by every client
+        raise InvalidJob("`Idempotency-Key` is empty; send a unique key (e.g. a UUID) or leave the header out.")
     return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
 
 

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from app.jobs.models import Job
+from app.jobs.watch import StoreWatcher, Versioned
 from app.model import Ranking
 from app.settings import Settings
 
@@ -61,21 +62,16 @@ def ticket_configs(settings: Settings) -> tuple[ServiceConfig, WorkerConfig, Fol
 
 
 class Signals:
-    """Wakes the worker and every follower on this box when a job changes here."""
+    """Wakes the worker and every follower on this box when a job changes here; `watch` also
+    wakes followers when another box changes the store (one poll per process, app/jobs/watch.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Versioned, poll_s: float) -> None:
         self.wakeup = asyncio.Event()
-        self._changed = asyncio.Event()
-
-    @property
-    def changed(self) -> asyncio.Event:
-        """The event the next change sets (a fresh one after each change)."""
-        return self._changed
+        self.watch = StoreWatcher(store, poll_s)
 
     def notify(self) -> None:
         self.wakeup.set()
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self.watch.notify()
 
 
 class LocalRun:

@@ -1,6 +1,5 @@
 """Path 4, the followers: one ticket's changes as a stream, or many tickets' over one stream."""
 
-import asyncio
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -35,7 +34,7 @@ def promise_moved(before: float | None, now: float | None) -> bool:
 
 
 class TicketFollower:
-    """Reads tickets through the service and wakes on this box's changes (or after `poll_s`)."""
+    """Reads tickets through the service and wakes when a job changes on any box."""
 
     def __init__(self, service: TicketService, signals: Signals, config: FollowConfig) -> None:
         self._service = service
@@ -51,6 +50,7 @@ class TicketFollower:
         promised: float | None = None
         quiet_since = time.monotonic()
         while True:
+            since = self._signals.watch.mark()  # before the read: a change after it ends the wait below
             try:
                 ticket = await self._service.status(job_id)
             except JobNotFound:
@@ -66,13 +66,7 @@ class TicketFollower:
                 yield None
             if job.status.terminal:
                 return
-            changed = self._signals.changed
-            # Other boxes change the store too: look again after a short while regardless.
-            try:
-                async with asyncio.timeout(self._config.poll_s):
-                    await changed.wait()
-            except TimeoutError:
-                pass
+            await self._signals.watch.wait(since, keepalive_s)  # a change on any box, or time for a keep-alive
 
     async def follow_many(
         self, job_ids: Sequence[str], keepalive_s: float = 15.0

@@ -79,6 +79,7 @@ class TicketWorker:
             await self._store.replace(lifecycle.released(job), self._run_fence(job))
         if self._webhooks is not None:
             await self._webhooks.close()
+        await self._signals.watch.close()
 
     @property
     def alive(self) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from app.errors import IdempotencyConflict, InvalidJob, JobAlreadyFinished, JobNotFound, JobQueueFull, WebhookRefused
 from app.jobs import lifecycle
 from app.jobs.models import Expect, Job, JobStatus
-from app.jobs.store import Ahead, JobStore, QueueFull
+from app.jobs.store import Ahead, JobStore, QueueFull, empty_counts
 from app.jobs.webhooks import resolve_target
 from app.paths import Pipeline
 from app.room import Room
@@ -52,6 +52,7 @@ class Ticket:
 class TicketsSnapshot:
     jobs: dict[str, int]  # per status, from the store: the truth across boxes and the cache
     rejections: dict[str, int]
+    store_problem: str | None  # why the store cannot keep tickets now (deleted file, Redis down), else None
 
 
 class TicketService:
@@ -110,8 +111,6 @@ class TicketService:
             done = lifecycle.done(job, [asdict(t) for t in cached], inference_ms=0.0, started_at=now, now=now)
             stored, created = await self._store.add(done)
             return Ticket(stored, None, None, cache_hit=True) if created else await self._replay(stored, request)
-        counts = await self._store.counts()
-        queued, running = counts[JobStatus.QUEUED.value], counts[JobStatus.RUNNING.value]
         try:
             stored, created = await self._store.add(job, max_queued=self._config.queue_max_jobs)
         except QueueFull as full:
@@ -126,7 +125,7 @@ class TicketService:
         ahead = await self._store.ahead(stored.id) or Ahead(0, 0)
         self._signals.notify()
         workers = await self._store.live_workers(now)
-        return Ticket(stored, running + queued, self.eta_s(ahead, stored.chars, workers))
+        return Ticket(stored, stored.ahead_at_add, self.eta_s(ahead, stored.chars, workers))
 
     async def status(self, job_id: str) -> Ticket:
         job = await self._store.get(job_id)
@@ -152,7 +151,9 @@ class TicketService:
         raise JobAlreadyFinished(f"Job {job_id!r} kept changing; try again.")
 
     async def snapshot(self) -> TicketsSnapshot:
-        return TicketsSnapshot(await self._store.counts(), dict(self._refused))
+        problem = await self._store.check()
+        jobs = empty_counts() if problem is not None else await self._store.counts()  # a lost store has none
+        return TicketsSnapshot(jobs, dict(self._refused), problem)
 
     def _time_in_queue_s(self, asked: float | None) -> float:
         if asked is None:
@@ -170,8 +171,9 @@ class TicketService:
     async def _replay(self, held: Job, request: JobRequest) -> Ticket:
         if held.request_hash != request.fingerprint():
             raise IdempotencyConflict(
-                f"Idempotency-Key {request.idempotency_key!r} was already used with a different body "
-                f"(job {held.id}); use a new key for a new request."
+                # Never name the job holding the key: its id is enough to cancel another client's job.
+                f"Idempotency-Key {request.idempotency_key!r} was already used with a different body; "
+                "use a new key for a new request."
             )
         ticket = await self._ticket(held)
         return Ticket(ticket.job, ticket.position, ticket.eta_seconds, replayed=True)

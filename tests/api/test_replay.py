@@ -37,7 +37,23 @@ METRICS_ADDED = {
     'review_rejections_total{path="naive",reason="memory_would_not_fit"}',
 }
 # /api/stats only gains keys: the busy seconds, and every refusal reason at 0.
-STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive")}
+STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
+# Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
+
+
+# Issue 13 #7: the 409 for a reused Idempotency-Key no longer names the job that holds the key.
+KEY_HOLDER_HIDDEN = {"keyed other body"}
+
+
+def intended(name: str, body: Any) -> Any:
+    """The old body with the intended changes above applied (each event of a stream too)."""
+    if isinstance(body, list):
+        return [intended(name, item) for item in body]
+    if isinstance(body, dict) and isinstance(body.get("result"), list):
+        body = body | {"result": {"topics": body["result"]}}
+    if name in KEY_HOLDER_HIDDEN:
+        body = body | {"detail": body["detail"].replace(" (job <id>);", ";")}
+    return body
 
 
 def leaves(body: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
@@ -81,4 +97,4 @@ async def test_every_route_answers_as_it_did_on_908157e(tmp_path: Path) -> None:
             assert {k: new_leaves.get(k) for k in old_leaves} == old_leaves
             assert {k[:2] for k in set(new_leaves) - set(old_leaves)} == STATS_ADDED
         else:
-            assert new["body"] == old["body"], name
+            assert new["body"] == intended(name, old["body"]), name

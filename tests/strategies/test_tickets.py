@@ -43,7 +43,7 @@ async def test_tickets_positions_count_up_and_all_jobs_finish(lab_client: LabCli
         done = [(await client.get(f"/api/queue/jobs/{b['job_id']}")).json() for b in bodies]
     assert scorer.calls == [[f"리뷰 {i}"] for i in range(6)]
     for i, job in enumerate(done):
-        assert job["result"][0]["id"] == f"echo:리뷰 {i}"
+        assert job["result"]["topics"][0]["id"] == f"echo:리뷰 {i}"
         assert job["waited_ms"] >= 0 and job["inference_ms"] >= 0
 
 
