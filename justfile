@@ -19,7 +19,7 @@ default:
 # Serve the lab on http://{{host}}:{{port}}: real weights if prepared, else the offline twin (built once).
 [group('lab')]
 serve: _model-if-missing
-    uvicorn app.main:app --host {{host}} --port {{port}} --no-access-log --timeout-graceful-shutdown 30
+    python -m app.serve --host {{host}} --port {{port}}
 
 # Fire N reviews at once at a path (naive|limited|batched|tickets|1-4; default all four): just burst http://127.0.0.1:8000/api 12
 [group('lab')]

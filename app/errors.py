@@ -38,6 +38,8 @@ MEMORY_WOULD_NOT_FIT = ErrorKind(503, "memory_would_not_fit", "One more inferenc
 UNHEALTHY = ErrorKind(503, "unhealthy", "The model is not loaded or the lane or ticket worker has stopped.")
 STORE_UNAVAILABLE = ErrorKind(503, "store_unavailable", "The job store is gone or unreachable; no ticket is taken.")
 WEBSOCKET_ONLY = ErrorKind(426, "websocket_only", "This address speaks WebSocket only (/api/stats/live).")
+SHUTTING_DOWN = ErrorKind(503, "shutting_down", "The box is shutting down; reconnect to follow your tickets.")
+TOO_MANY_CONNECTIONS = ErrorKind(503, "too_many_connections", "Every connection the box allows is in use; retry.")
 
 TABLE: tuple[ErrorKind, ...] = (
     BAD_REQUEST,
@@ -61,6 +63,8 @@ TABLE: tuple[ErrorKind, ...] = (
     UNHEALTHY,
     STORE_UNAVAILABLE,
     WEBSOCKET_ONLY,
+    SHUTTING_DOWN,
+    TOO_MANY_CONNECTIONS,
 )
 
 # Statuses the framework raises itself (routing, body reading), and the kind each becomes.

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.cache import CacheSnapshot, ResultCache
@@ -64,6 +64,13 @@ class Lab:
     worker: TicketWorker
     follower: TicketFollower
     store: JobStore
+    draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
+
+    def drain(self) -> None:
+        """SIGTERM (app/serve.py): claim no more tickets and end every event stream now, so the
+        server's wait for open connections is only for answers already due (seated ②, batches)."""
+        self.draining.set()
+        self.worker.drain()
 
     @property
     def healthy(self) -> bool:

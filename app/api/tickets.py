@@ -1,5 +1,6 @@
 """Path 4: submit a review for a ticket, ask how it stands, follow it (or many) as events, or cancel it."""
 
+import asyncio
 import json
 import math
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -10,7 +11,8 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import get_lab
-from app.errors import JOB_NOT_FOUND, InvalidJob, error_body
+from app.drain import until_set
+from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, error_body
 from app.jobs.models import JobStatus
 from app.openapi import INPUT_ERRORS, answer, answers
 from app.responses import server_timing
@@ -89,8 +91,15 @@ def sse_event(item: Ticket | JobMissing | None, event_id: int) -> str:
     return f"id: {event_id}\nevent: status\ndata: {data}\n\n"
 
 
-def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None]) -> StreamingResponse:
-    """A text/event-stream of `items`, numbered; it ends when they do.
+def shutdown_event(event_id: int) -> str:
+    """The last event of a stream the box ends because it is shutting down."""
+    body = error_body(SHUTTING_DOWN, "The box is shutting down; reconnect to follow your tickets (they are kept).")
+    return f"id: {event_id}\nevent: shutdown\ndata: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None], drain: asyncio.Event) -> StreamingResponse:
+    """A text/event-stream of `items`, numbered; it ends when they do, or with `event: shutdown`
+    once the box drains (app/drain.py).
 
     `items` is closed however the stream stops, so a client that left stops the work behind it.
     """
@@ -99,9 +108,11 @@ def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None]) -> Str
         yield "retry: 1000\n\n"
         event_id = 0
         async with aclosing(items):
-            async for item in items:
+            async for item in until_set(items, drain):
                 event_id += item is not None
                 yield sse_event(item, event_id)
+        if drain.is_set():
+            yield shutdown_event(event_id + 1)
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -160,7 +171,7 @@ async def job_events(job_id: str, request: Request) -> StreamingResponse:
     """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
     lab = get_lab(request)
     await lab.tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
-    return sse_response(lab.follower.follow(job_id))
+    return sse_response(lab.follower.follow(job_id), lab.draining)
 
 
 @router.get(
@@ -184,4 +195,5 @@ async def jobs_events(
 
     A browser has only six connections per host: one stream per ticket would take them all.
     """
-    return sse_response(await get_lab(request).follower.follow_many(job_id))
+    lab = get_lab(request)
+    return sse_response(await lab.follower.follow_many(job_id), lab.draining)

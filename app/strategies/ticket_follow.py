@@ -11,7 +11,8 @@ from app.schema import MAX_FOLLOWED_JOBS
 from app.strategies.ticket_config import FollowConfig, Signals
 from app.strategies.tickets import Ticket, TicketService
 
-__all__ = ["MAX_FOLLOWED_JOBS", "JobMissing", "TicketFollower"]
+__all__ = ["MAX_FOLLOWED_JOBS", "PROMISE_SLACK_S", "JobMissing", "TicketFollower", "promise_moved"]
+PROMISE_SLACK_S = 0.25  # an ETA that drifts less than this is not worth an event
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,17 @@ class JobMissing:
     """A followed job that does not exist (any more): never submitted, or already cleaned up."""
 
     job_id: str
+
+
+def promise_moved(before: float | None, now: float | None) -> bool:
+    """Did the promised finish (the moment the ETA points at) move by more than PROMISE_SLACK_S?
+
+    A stream that sent an ETA and then only reports status changes would keep a stale promise
+    while GET gives the new one (a job ahead ended sooner or later than estimated).
+    """
+    if before is None or now is None:
+        return (before is None) != (now is None)
+    return abs(now - before) > PROMISE_SLACK_S
 
 
 class TicketFollower:
@@ -35,6 +47,7 @@ class TicketFollower:
         Yields None after `keepalive_s` without a change, so a stream can show it is alive.
         """
         last: tuple[object, ...] | None = None
+        promised: float | None = None
         quiet_since = time.monotonic()
         while True:
             since = self._signals.watch.mark()  # before the read: a change after it ends the wait below
@@ -44,8 +57,9 @@ class TicketFollower:
                 return
             job = ticket.job
             seen = (job.status, ticket.position, job.attempts, job.webhook_state)
-            if seen != last:
-                last, quiet_since = seen, time.monotonic()
+            promise = None if ticket.eta_seconds is None else time.monotonic() + ticket.eta_seconds
+            if seen != last or promise_moved(promised, promise):
+                last, promised, quiet_since = seen, promise, time.monotonic()
                 yield ticket
             elif time.monotonic() - quiet_since >= keepalive_s:
                 quiet_since = time.monotonic()

@@ -2,6 +2,7 @@
 only if the run still holds it (the fence), and keep house (leases, retries, expiry, webhooks)."""
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -48,6 +49,7 @@ class TicketWorker:
         self._tasks: list[asyncio.Task[None]] = []
         # Loops also check this flag: redis-py can swallow a task's cancellation mid-command.
         self._stopping = False
+        self._draining = False  # the box is shutting down: housekeeping goes on, claiming does not
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -59,6 +61,11 @@ class TicketWorker:
             self._tasks.append(
                 loop.create_task(self._every(self._config.poll_s, self._webhooks.deliver_due), name="ticket-webhooks")
             )
+
+    def drain(self) -> None:
+        """Claim nothing more; the run in progress goes on (it ends, or `stop` hands it back)."""
+        self._draining = True
+        self._signals.wakeup.set()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -108,7 +115,7 @@ class TicketWorker:
 
     async def _work(self) -> None:
         wakeup = self._signals.wakeup
-        while not self._stopping:
+        while not (self._stopping or self._draining):
             try:
                 job = await self._store.claim_next(self._local.owner, self._config.lease_s, time.time())
             except Exception:
@@ -132,7 +139,7 @@ class TicketWorker:
 
     async def _run(self, job: Job) -> None:
         inference = asyncio.get_running_loop().create_task(self._infer(job.text), name=f"ticket-run-{job.id[:8]}")
-        self._local.current = (job, inference)
+        self._local.begin(job, inference)
         try:
             await asyncio.wait([inference])
         finally:
@@ -162,10 +169,17 @@ class TicketWorker:
     async def _infer(self, text: str) -> tuple[Ranking, float, float]:
         """(ranking, inference seconds, wall-clock start of inference), through the shared cache step."""
         started_at = time.time()
+        loop = asyncio.get_running_loop()
+
+        def on_start() -> None:  # on the lane thread: the hand-over is complete, followers read again
+            self._local.started = time.monotonic()
+            with contextlib.suppress(RuntimeError):  # the loop already closed: nobody is following
+                loop.call_soon_threadsafe(self._signals.notify)
 
         async def run() -> Outcome:
             nonlocal started_at
-            result = await self._lane.run([text])
+            self._local.on_lane = True  # set in the same step that submits, so no ETA counts it twice
+            result = await self._lane.run([text], on_start=on_start)
             # The lane may have been busy with other paths: the wait ends when inference starts.
             started_at = time.time() - (time.monotonic() - result.started_at)
             return Outcome(result.rankings[0], result.queued_s, result.infer_s)

@@ -81,7 +81,12 @@ class TicketService:
         Each job costs what its length predicts, not one average: a long review ahead delays
         everyone behind it more than a short one.
         """
-        return self._room.after_jobs(ahead.jobs, ahead.chars, own_chars, workers)
+        return self._room.after_jobs(ahead.jobs, ahead.chars, own_chars, workers) + self._claimed_s()
+
+    def _claimed_s(self) -> float:
+        """A job this box has claimed but not yet handed to the lane: in no backlog, still ahead of everyone."""
+        chars = self._local.claimed_chars()
+        return 0.0 if chars is None else self._room.one(chars)
 
     async def submit(self, request: JobRequest) -> Ticket:
         if request.idempotency_key is not None:
@@ -189,7 +194,10 @@ class TicketService:
             return Ticket(job, running + ahead.jobs, max(eta, backing_off))
         if job.status is JobStatus.RUNNING:
             if job.owner == self._local.owner:
-                return Ticket(job, None, self._room.remaining_s())
+                if self._local.started is not None:  # the lane runs it now
+                    return Ticket(job, None, self._room.remaining_s())
+                # Claimed, not yet inferring: what the lane holds (this job once handed over), plus this job before.
+                return Ticket(job, None, self._room.after_reviews(0) + self._claimed_s())
             elapsed = now - (job.started_at or now)
             return Ticket(job, None, max(self._room.one(job.chars) - elapsed, 0.0))
         return Ticket(job, None, None)
