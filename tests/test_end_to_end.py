@@ -9,6 +9,9 @@ import pytest
 
 from tests.server import LiveServer, live_server
 
+# Starts a real uvicorn server in a subprocess.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
