@@ -1,6 +1,6 @@
 """How long one client's webhook waits behind ten aimed at a receiver that never answers (a measurement).
 
-`python -m tests.jobs.webhook_delay`: the dispatcher with the default 5 s timeout, driven
+`python -m tools.webhook_delay`: the dispatcher with the default 5 s timeout, driven
 every 0.25 s as the ticket service drives it. Run under `flock /tmp/lab-cpu.lock`.
 """
 

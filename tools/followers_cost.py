@@ -1,6 +1,6 @@
 """What idle event-stream followers cost a live server: CPU and POST latency (a measurement, not a test).
 
-`python -m tests.jobs.followers_cost [--followers 100] [--tickets 20]`: a server whose
+`python -m tools.followers_cost [--followers 100] [--tickets 20]`: a server whose
 first review holds the lane (simulated 120 s), `tickets` queued tickets, `followers`
 streams each following all of them; then the server's CPU share over a quiet window and
 the median of 20 sequential ticket POSTs. Run under `flock /tmp/lab-cpu.lock`.
