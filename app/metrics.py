@@ -33,7 +33,7 @@ INFERENCE_SECONDS = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20),
 )
 BATCH_SIZE = Histogram("review_batch_size", "Reviews per batch on the batched path.", buckets=(1, 2, 3, 4, 5, 6, 7, 8))
-BATCHES_CLOSED = Counter("review_batches_total", "Batches formed, by why they closed (full or timer).", ["reason"])
+BATCHES_CLOSED = Counter("review_batches_total", "Batches sent to the lane, by why (full|timer|lane_free).", ["reason"])
 JOBS = Gauge("review_jobs", "Ticket jobs known to this process, by status.", ["status"])
 CACHE_HITS = Counter("review_cache_hits_total", "Predictions answered from the result cache, by path.", ["path"])
 LANE_BUSY = Gauge("review_lane_busy", "1 while the single inference lane is running a model call.")
@@ -54,7 +54,7 @@ EXPECTED_STATUSES = {
     "tickets": ("202", "429"),
 }
 REJECTION_REASONS = {"limited": ("seats_full", "waited_too_long"), "tickets": ("job_queue_full",)}
-BATCH_CLOSE_REASONS = ("full", "timer")
+BATCH_CLOSE_REASONS = ("full", "timer", "lane_free")
 LANE_SKIP_REASONS = ("gone", "deadline")
 
 for _path in PATHS:
