@@ -47,9 +47,7 @@ async def holding(batcher: MicroBatcher, n: int) -> None:
     await eventually(check)
 
 
-async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(
-    lane: InferenceLane, scorer: GatedScorer
-) -> None:
+async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: InferenceLane, scorer: GatedScorer) -> None:
     batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
     blocker = await hold_lane(lane, scorer)
     before = closed("lane_free")
