@@ -33,11 +33,17 @@ burst url n="12" path="all":
 tiny-model:
     python -m app.prepare tiny
 
-# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes static/bench/).
+# Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path, then ③ beside LitServe.
 bench:
     @if [ ! -f {{twin_model}} ]; then just twin; fi
-    python -m app.bench.batching
+    flock /tmp/lab-cpu.lock taskset -c 1 python -m app.bench.batching
     python -m app.bench.bursts
+    just bench-peer
+
+# ③ and LitServe (extra `peer`) on one pinned core: same model, scoring code and client (docs/bench/peer.md).
+bench-peer:
+    @if [ ! -f {{twin_model}} ]; then just twin; fi
+    flock /tmp/lab-cpu.lock python -m app.bench.peer
 
 # Lint, type-check and run every test (installs Chromium and Prometheus from Debian if missing).
 test: _system-deps
