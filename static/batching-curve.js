@@ -46,13 +46,15 @@
 
     const legend = figure.querySelector(".curve-legend");
     legend.replaceChildren();
+    const single = curves[0].points[0].per_review_s; // one review at a time: the baseline
     curves.forEach((curve, i) => {
       const fit = curve.fit;
+      const last = curve.points[curve.points.length - 1];
+      const change = ((last.per_review_s / single - 1) * 100).toFixed(0);
       const item = document.createElement("li");
       item.style.color = colors[i % colors.length];
-      const one = curve.points[0].per_review_s, eight = curve.points[7].per_review_s;
       item.textContent = `${labels[curve.chunk_pairs] || curve.packing}: 한 번 ≈ ${fit.a_s.toFixed(3)} + ${fit.b_s.toFixed(3)}·n 초` +
-        ` — 리뷰당 n=1 ${one.toFixed(3)} s, n=8 ${eight.toFixed(3)} s (${((1 - eight / one) * 100).toFixed(0)}% 절약)`;
+        ` — n=${last.n}이면 리뷰당 ${last.per_review_s.toFixed(3)} s (하나씩 ${single.toFixed(3)} s 대비 ${change > 0 ? "+" : ""}${change}%)`;
       legend.append(item);
     });
     figure.querySelector(".curve-measured").textContent = `측정: ${data.measured}`;
