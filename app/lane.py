@@ -113,6 +113,10 @@ class InferenceLane:
         """
         self._free_listeners.append(listener)
 
+    def _freed(self) -> None:
+        for listener in self._free_listeners:
+            listener()
+
     def start(self) -> None:
         self._thread.start()
 
@@ -164,45 +168,43 @@ class InferenceLane:
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
-            self._handle(job)
-            for listener in self._free_listeners:
-                listener()
-
-    def _handle(self, job: _Job) -> None:
-        with self._lock:
-            self._pending -= len(job.texts)
-            self._pending_chars -= job.chars
-        if not job.future.set_running_or_notify_cancel():
-            self.skipped_gone += 1
-            metrics.LANE_SKIPPED.labels("gone").inc()
-            return
-        started = time.monotonic()
-        if job.deadline is not None and started > job.deadline:
-            self.skipped_deadline += 1
-            metrics.LANE_SKIPPED.labels("deadline").inc()
-            job.future.set_exception(DeadlinePassed())
-            return
-        self.current_batch = len(job.texts)
-        self.current_chars = job.chars
-        self.busy_since = started
-        metrics.LANE_BUSY.set(1)
-        try:
-            if job.on_start is not None:
-                job.on_start()
-            rankings = self._scorer.score(job.texts)
-            if len(rankings) != len(job.texts):
-                raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
-        except Exception as exc:  # a bad job must never kill the lane
-            log.exception("inference failed")
-            self.failed += 1
-            job.future.set_exception(exc)
-        else:
-            finished = time.monotonic()
-            self.clock.observe(finished - started, len(job.texts), job.chars)
-            self.completed += 1
-            job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
-        finally:
-            metrics.LANE_BUSY.set(0)
-            self.busy_since = None
-            self.current_batch = 0
-            self.current_chars = 0
+            with self._lock:
+                self._pending -= len(job.texts)
+                self._pending_chars -= job.chars
+            if not job.future.set_running_or_notify_cancel():
+                self.skipped_gone += 1
+                metrics.LANE_SKIPPED.labels("gone").inc()
+                self._freed()
+                continue
+            started = time.monotonic()
+            if job.deadline is not None and started > job.deadline:
+                self.skipped_deadline += 1
+                metrics.LANE_SKIPPED.labels("deadline").inc()
+                job.future.set_exception(DeadlinePassed())
+                self._freed()
+                continue
+            self.current_batch = len(job.texts)
+            self.current_chars = job.chars
+            self.busy_since = started
+            metrics.LANE_BUSY.set(1)
+            try:
+                if job.on_start is not None:
+                    job.on_start()
+                rankings = self._scorer.score(job.texts)
+                if len(rankings) != len(job.texts):
+                    raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
+            except Exception as exc:  # a bad job must never kill the lane
+                log.exception("inference failed")
+                self.failed += 1
+                job.future.set_exception(exc)
+            else:
+                finished = time.monotonic()
+                self.clock.observe(finished - started, len(job.texts), job.chars)
+                self.completed += 1
+                job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
+            finally:
+                metrics.LANE_BUSY.set(0)
+                self.busy_since = None
+                self.current_batch = 0
+                self.current_chars = 0
+            self._freed()
