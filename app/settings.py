@@ -76,6 +76,18 @@ class Settings(BaseSettings):
     max_text_chars: int = 2000
     max_body_bytes: int = 16_384
 
+    # The server (`python -m app.serve`): where it listens when no --host/--port/--fd is given,
+    # and how long SIGTERM lets seated and running work finish before cutting it.
+    host: str = "127.0.0.1"
+    port: int = 8000
+    shutdown_grace_s: float = 30.0
+    # A connection must deliver a whole request (headers and body) within this many seconds of
+    # opening or of its previous answer, else it is closed (slow or silent clients).
+    request_timeout_s: float = 10.0
+    # Open client connections at most (lowered to fit the open-file limit); at the cap the
+    # oldest connection still owing a request is closed to make room.
+    max_connections: int = 1000
+
     def resolved_model_dir(self) -> Path:
         """The folder to serve: explicit setting first, then real weights, then the twin."""
         if self.model_dir is not None:

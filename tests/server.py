@@ -1,18 +1,19 @@
 """A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model."""
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 
-__all__ = ["LiveServer", "free_port", "live_server"]
+__all__ = ["LiveServer", "free_port", "live_server", "serving"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"
@@ -28,20 +29,31 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
 
+def open_files_limit(limit: int) -> Callable[[], None]:
+    """A pre-exec step that caps the server's open files, as a small box (`ulimit -n`) would."""
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
+def live_server(**settings: str) -> AbstractContextManager[LiveServer]:
+    """`with live_server(LAB_LIMITED_SEATS="2") as server:` runs `python -m app.serve` until the block ends."""
+    return serving(settings)
+
+
 @contextmanager
-def live_server(**settings: str) -> Iterator[LiveServer]:
-    """`with live_server(LAB_LIMITED_SEATS="2") as server:` runs uvicorn until the block ends."""
+def serving(settings: dict[str, str], max_open_files: int | None = None) -> Iterator[LiveServer]:
+    """`live_server`, optionally under an open-file limit (`ulimit -n`)."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="lab-server-data-")  # tickets default to a sqlite file of its own
     env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data_dir}/jobs.db", **settings}
     with tempfile.NamedTemporaryFile(prefix="lab-server-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "app.serve", "--host", "127.0.0.1", "--port", str(port)],
             cwd=ROOT,
             env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
+            preexec_fn=None if max_open_files is None else open_files_limit(max_open_files),
         )
     server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
     try:

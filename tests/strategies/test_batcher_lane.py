@@ -4,19 +4,19 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from prometheus_client import REGISTRY
 
 from app.errors import InferenceFailed
 from app.lane import InferenceLane
-from app.strategies.batched import BatchedResult, MicroBatcher
+from app.paths import Outcome
+from app.strategies.batched import MicroBatcher
 from tests.fakes import GatedScorer
 from tests.waiting import eventually
 
 HOUR = 3600.0  # a window no test waits out: whatever goes, went for another reason
 
 
-def closed(reason: str) -> float:
-    return REGISTRY.get_sample_value("review_batches_total", {"reason": reason}) or 0.0
+def closed(batcher: MicroBatcher, reason: str) -> int:
+    return batcher.snapshot().closed[reason]
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ async def holding(batcher: MicroBatcher, n: int) -> None:
 async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: InferenceLane, scorer: GatedScorer) -> None:
     batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
     blocker = await hold_lane(lane, scorer)
-    before = closed("lane_free")
+    before = closed(batcher, "lane_free")
     texts = [f"리뷰 {i}" for i in range(5)]
     tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
     await holding(batcher, 5)
@@ -64,7 +64,7 @@ async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: Infere
     results = await asyncio.gather(*tasks)
     assert [r.batch_size for r in results] == [5] * 5
     assert [r.ranking[0].id for r in results] == [f"echo:{t}" for t in texts]
-    assert closed("lane_free") == before + 1
+    assert closed(batcher, "lane_free") == before + 1
 
 
 async def test_idle_lane_holds_a_lone_request_for_the_window(lane: InferenceLane, scorer: GatedScorer) -> None:
@@ -81,12 +81,12 @@ async def test_idle_lane_holds_a_lone_request_for_the_window(lane: InferenceLane
 async def test_idle_lane_sends_a_lone_request_when_the_window_ends(lane: InferenceLane, scorer: GatedScorer) -> None:
     scorer.open()
     batcher = MicroBatcher(lane, window_s=0.001, max_size=8)
-    before = {reason: closed(reason) for reason in ("timer", "full", "lane_free")}
+    before = {reason: closed(batcher, reason) for reason in ("timer", "full", "lane_free")}
     result = await batcher.run("혼자 온 리뷰")
     assert result.batch_size == 1
     assert scorer.calls == [["혼자 온 리뷰"]]
-    assert closed("timer") == before["timer"] + 1
-    assert closed("full") == before["full"] and closed("lane_free") == before["lane_free"]
+    assert closed(batcher, "timer") == before["timer"] + 1
+    assert closed(batcher, "full") == before["full"] and closed(batcher, "lane_free") == before["lane_free"]
 
 
 async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
@@ -94,7 +94,7 @@ async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
 ) -> None:
     batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
     await hold_lane(lane, scorer)
-    before_full, before_free = closed("full"), closed("lane_free")
+    before_full, before_free = closed(batcher, "full"), closed(batcher, "lane_free")
     texts = [f"리뷰 {i}" for i in range(20)]
     tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
     await holding(batcher, 20)
@@ -102,9 +102,9 @@ async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
     results = await asyncio.gather(*tasks)
     assert [len(call) for call in scorer.calls[1:]] == [8, 8, 4]
     assert [t for call in scorer.calls[1:] for t in call] == texts  # first come, first batched
-    assert sorted(r.batch_size for r in results) == [4] * 4 + [8] * 16
-    assert closed("full") == before_full + 2
-    assert closed("lane_free") == before_free + 1
+    assert sorted(r.batch_size or 0 for r in results) == [4] * 4 + [8] * 16
+    assert closed(batcher, "full") == before_full + 2
+    assert closed(batcher, "lane_free") == before_free + 1
 
 
 async def test_a_request_whose_client_left_is_not_in_the_batch(lane: InferenceLane, scorer: GatedScorer) -> None:
@@ -135,7 +135,7 @@ async def test_one_bad_text_fails_only_its_own_request() -> None:
     finally:
         scorer.open()
         await asyncio.to_thread(poisoned.stop)
-    good = [o for o in outcomes if isinstance(o, BatchedResult)]
+    good = [o for o in outcomes if isinstance(o, Outcome)]
     assert [r.ranking[0].id for r in good] == ["echo:평범한 리뷰 1", "echo:평범한 리뷰 2"]
     assert isinstance(outcomes[1], InferenceFailed)
     assert scorer.calls[1:] == [texts, ["평범한 리뷰 1"], ["독이 든 리뷰"], ["평범한 리뷰 2"]]

@@ -1,0 +1,85 @@
+"""The event stream says what GET says: positions and ETAs at each hand-over between tickets.
+
+The service clock is pinned to 100 s a review, so an ETA tells exactly which work it counted
+(one review more or less is 100 s) and the few milliseconds between two reads do not matter.
+"""
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.lane import ServiceClock
+from tests.fakes import GatedScorer
+from tests.jobs.test_follow_many import EventTap, events_of, lab_app, query
+from tests.jobs.test_lifecycle import job, submit
+from tests.waiting import eventually
+
+REVIEW_S = 100.0
+SLACK_S = 10.0  # a tenth of a review: far above the time between two reads, far below one review
+
+
+@pytest.fixture(autouse=True)
+def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    def estimate_s(self: ServiceClock, reviews: int, chars: int) -> float:
+        return REVIEW_S * max(reviews, 0)
+
+    monkeypatch.setattr(ServiceClock, "estimate_s", estimate_s)
+
+
+async def lane_holds(client: httpx.AsyncClient, reviews: int) -> bool:
+    return bool((await client.get("/api/stats")).json()["lane"]["pending_reviews"] >= reviews)
+
+
+async def is_done(client: httpx.AsyncClient, job_id: str) -> bool:
+    return bool((await job(client, job_id))["status"] == "done")
+
+
+def latest(tap: EventTap, job_id: str) -> dict[str, Any]:
+    return events_of(tap.events, job_id)[-1]
+
+
+async def stream_agrees_with_get(tap: EventTap, client: httpx.AsyncClient, job_id: str, eta_s: float) -> None:
+    """The stream's latest event and a GET now: same status and position, both ETAs about `eta_s`."""
+    polled, streamed = await job(client, job_id), latest(tap, job_id)
+    assert (streamed["status"], streamed["position"]) == (polled["status"], polled["position"])
+    assert abs(streamed["eta_seconds"] - eta_s) < SLACK_S, (streamed, eta_s)
+    assert abs(polled["eta_seconds"] - eta_s) < SLACK_S, (polled, eta_s)
+
+
+async def test_each_hand_over_streams_the_etas_get_returns(tmp_path: Path) -> None:
+    scorer = GatedScorer()
+    async with lab_app(tmp_path, scorer) as (app, client):
+        first = await submit(client, "첫 티켓")
+        await asyncio.to_thread(scorer.wait_entered)
+        # A ② request waits on the lane behind the first ticket: the next ticket will wait behind it.
+        seated = asyncio.create_task(client.post("/api/limited/predict", json={"text": "② 리뷰"}))
+        await eventually(lambda: lane_holds(client, 1))
+        second, third = (await submit(client, "둘째 티켓"))["job_id"], (await submit(client, "셋째 티켓"))["job_id"]
+        tap = EventTap(app, "/api/queue/events", query(second, third))
+        await tap.until(lambda t: bool(events_of(t.events, second) and events_of(t.events, third)))
+
+        scorer.release()  # the first ticket ends; ② infers; the second ticket is claimed and waits for the lane
+        await asyncio.to_thread(scorer.wait_entered)
+        await eventually(lambda: is_done(client, first["job_id"]))
+        await tap.until(lambda t: latest(t, second)["status"] == "running" and latest(t, third)["position"] == 1)
+        await stream_agrees_with_get(tap, client, second, 2 * REVIEW_S)  # ② then itself, not 0 nor ②'s rest
+        await stream_agrees_with_get(tap, client, third, 3 * REVIEW_S)
+
+        scorer.release()  # ② ends (far sooner than its 100 s): the second ticket starts
+        assert (await seated).status_code == 200
+        await asyncio.to_thread(scorer.wait_entered)
+        await tap.until(lambda t: latest(t, second)["eta_seconds"] < 1.5 * REVIEW_S)
+        await stream_agrees_with_get(tap, client, second, REVIEW_S)
+        await tap.until(lambda t: latest(t, third)["eta_seconds"] < 2.5 * REVIEW_S)
+        await stream_agrees_with_get(tap, client, third, 2 * REVIEW_S)
+
+        scorer.release()  # the plain hand-over: the third ticket starts with a whole review ahead of it
+        await asyncio.to_thread(scorer.wait_entered)
+        await tap.until(lambda t: latest(t, third)["status"] == "running")
+        await tap.until(lambda t: latest(t, third)["eta_seconds"] > 0.5 * REVIEW_S)
+        await stream_agrees_with_get(tap, client, third, REVIEW_S)
+        scorer.open()
+        await tap.until(lambda t: t.ended)

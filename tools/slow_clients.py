@@ -1,0 +1,103 @@
+"""Measure what slow and silent clients do to a server: `python -m tools.slow_clients --launcher serve`.
+
+Starts the lab (tiny model) under an open-file limit, opens N sockets (half send the start of a
+request line, half nothing), asks /health meanwhile, and reports when the server closed them.
+`--launcher uvicorn -- --limit-concurrency 1000` measures plain uvicorn with its own options.
+"""
+
+import argparse
+import os
+import resource
+import selectors
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.settings import PROJECT_ROOT
+
+TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
+
+
+def start(launcher: str, port: int, open_files: int, extra: list[str]) -> "subprocess.Popen[bytes]":
+    module = ["app.serve"] if launcher == "serve" else ["uvicorn", "app.main:app", "--no-access-log"]
+    command = [sys.executable, "-m", *module, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": "memory://"}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
+    quiet = subprocess.DEVNULL
+    return subprocess.Popen([*command, *extra], cwd=PROJECT_ROOT, env=env, preexec_fn=limit, stdout=quiet, stderr=quiet)
+
+
+def health(url: str) -> str:
+    started = time.perf_counter()
+    try:
+        status = httpx.get(f"{url}/health", timeout=5).status_code
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__} after {time.perf_counter() - started:.2f} s"
+    return f"{status} in {(time.perf_counter() - started) * 1000:.0f} ms"
+
+
+def closed_times(sockets: list[socket.socket], opened_at: float, limit_s: float) -> list[float]:
+    """Seconds from opening until the server closed each socket (EOF or reset), for those it closed."""
+    times = []
+    with selectors.DefaultSelector() as selector:
+        for sock in sockets:
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+        deadline = opened_at + limit_s
+        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
+            for key, _ in selector.select(timeout=left):
+                readable = key.fileobj
+                assert isinstance(readable, socket.socket)
+                try:
+                    closed = readable.recv(4096) == b""
+                except ConnectionResetError:
+                    closed = True
+                if closed:
+                    selector.unregister(readable)
+                    times.append(time.monotonic() - opened_at)
+    return sorted(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--launcher", choices=["serve", "uvicorn"], default="serve")
+    parser.add_argument("--sockets", type=int, default=1100)
+    parser.add_argument("--open-files", type=int, default=1024)
+    parser.add_argument("--watch-s", type=float, default=30.0, help="how long to wait for the server to close them")
+    parser.add_argument("extra", nargs="*", help="more server options, after --")
+    args = parser.parse_args()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (args.sockets + 256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = start(args.launcher, port, args.open_files, args.extra)
+    sockets: list[socket.socket] = []
+    try:
+        wait_healthy(url, process, limit_s=120)
+        opened_at = time.monotonic()
+        for i in range(args.sockets):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if i % 2:
+                sock.sendall(b"GET /hea")
+            sockets.append(sock)
+        during = health(url)
+        times = closed_times(sockets, opened_at, args.watch_s)
+        after = health(url)
+    finally:
+        for sock in sockets:
+            sock.close()
+        stop_process(process, limit_s=15)
+    closed = f"{len(times)}/{args.sockets} closed by the server within {args.watch_s:g} s"
+    spread = f" (first {times[0]:.1f} s, last {times[-1]:.1f} s)" if times else ""
+    print(f"{args.launcher} {' '.join(args.extra)} | ulimit -n {args.open_files} | {args.sockets} slow sockets")
+    print(f"  /health while they are open: {during}; {closed}{spread}; /health after: {after}")
+
+
+if __name__ == "__main__":
+    main()
