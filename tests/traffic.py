@@ -18,7 +18,8 @@ BURST_SETTINGS = {
     # arrival, past its 0.5 s limit if it arrived within 0.3 s of the first: a 503.
     "LAB_LIMITED_SEATS": "2",
     "LAB_LIMITED_MAX_WAIT_S": "0.5",
-    # ③: 4 arrivals close one batch of 3 as "full"; the 4th closes its own by "timer".
+    # ③: 4 arrivals close one batch of 3 as "full"; the 4th waits for the lane and goes
+    # when it frees ("lane_free"); a lone review on the idle lane then goes by "timer".
     "LAB_BATCH_MAX": "3",
     "LAB_BATCH_WINDOW_S": "0.5",
     # ④: 2 queued tickets at most; a burst of 6 overflows it.
@@ -85,6 +86,8 @@ async def fire_bursts(base_url: str, tag: str = "") -> BurstReport:
                 accepted = [r.headers["Location"] for r in responses if r.status_code == 202]
                 await wait_jobs_done(client, accepted)
                 report.jobs_done = len(accepted)
+            if path == "batched":  # alone on an idle lane: its batch goes when the window ends
+                report.record(path, await client.post(url, json={"text": f"{tag}혼자 온 리뷰"}))
             answered = [text for text, r in zip(texts, responses, strict=True) if r.status_code in (200, 202)]
             # The same review again: answered from the cache, on the same path.
             report.record(path, await client.post(url, json={"text": answered[0]}))

@@ -35,6 +35,8 @@ METRICS_ADDED = {
     "review_lane_busy_seconds_total",
     'review_rejections_total{path="batched",reason="queue_too_long"}',
     'review_rejections_total{path="naive",reason="memory_would_not_fit"}',
+    # Issue 11: ③'s batches also go when the lane frees.
+    'review_batches_total{reason="lane_free"}',
 }
 # /api/stats only gains keys: the busy seconds, and every refusal reason at 0.
 STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
