@@ -9,13 +9,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from app.box.calibrate import slow_to_target
+from app.box.report import COLLECTOR
 from app.cache import ResultCache
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import open_webhooks
 from app.lane import InferenceLane, ServiceClock
 from app.memory_guard import MemoryGuard, measure_cost
-from app.model import RerankerModel, Scorer, SlowedScorer, load_topics
+from app.model import RerankerModel, Scorer, load_topics
 from app.settings import Settings
 from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate
@@ -53,10 +55,10 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     )
     manifest = dict(model.manifest)
     scorer: Scorer = model
-    if settings.simulated_seconds_per_review > 0:
-        scorer = SlowedScorer(model, settings.simulated_seconds_per_review)
-        manifest["simulated_seconds_per_review"] = settings.simulated_seconds_per_review
-        log.warning("Simulating %.2f s per review on top of the model.", settings.simulated_seconds_per_review)
+    if settings.box_slow and settings.box_seconds_per_review > 0:
+        quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
+        scorer, calibration = slow_to_target(model, warmup_text(settings), settings.box_seconds_per_review, quota_dir)
+        manifest["box_calibration"] = calibration.as_dict()
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
@@ -94,7 +96,7 @@ async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settin
 
 async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
     """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
-    if not settings.naive_memory_guard:
+    if not settings.naive_memory_guard or settings.memory_cap_bytes <= 0:
         return None
     cost = await asyncio.to_thread(measure_cost, scorer, warmup_text(settings))
     log.warning(
@@ -108,6 +110,7 @@ async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard |
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
+    COLLECTOR.state = settings.box_state
     if scorer is None:
         scorer, manifest = load_scorer(settings)
     else:

@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import metrics
 from app.api.deps import get_lab
+from app.box import report
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
@@ -49,6 +50,7 @@ async def stats(request: Request) -> dict[str, Any]:
         "rejections": rejection_counts(),
         "cache": {"hits": lab.cache.hits, "misses": lab.cache.misses, "size": len(lab.cache)},
         "process": {"rss_bytes": _process.memory_info().rss},
+        "box": report.stats(lab.settings.box_state),
     }
 
 
@@ -78,7 +80,7 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
-        "simulated_seconds_per_review": manifest.get("simulated_seconds_per_review", 0.0),
+        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration")),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,
     }

@@ -1,0 +1,119 @@
+"""Slow the CPU, not the clock, until the median sample review costs the box's target (~1 s) on any host.
+
+At start-up the server times the median sample review on the host's full speed (CPU seconds),
+then either sets a CPU quota on its own cgroup (fraction = host cost / target) or, without a
+cgroup, burns CPU after every inference in proportion to the CPU that inference really used.
+Either way N concurrent inferences share one slow CPU and each takes N times longer; a sleep
+would let them wait in parallel. It then re-times the review: that is what the box achieved.
+"""
+
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.box.burn import BurningScorer
+from app.model import Scorer
+
+log = logging.getLogger(__name__)
+
+PERIOD_US = 100_000
+LONG_PERIOD_US = 1_000_000  # the kernel's longest period: for hosts (or models) 100x faster than the target
+MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What the box measured and did; `achieved_s` is a fresh measurement after slowing."""
+
+    target_s: float
+    host_cpu_s: float
+    method: str  # quota | burn | none
+    quota_us: int | None = None
+    period_us: int | None = None
+    padding: float | None = None
+    achieved_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def quota_for(host_cpu_s: float, target_s: float) -> tuple[int, int] | None:
+    """(quota_us, period_us) giving the fraction host/target of one CPU; None if the host is already that slow."""
+    if target_s <= 0 or host_cpu_s <= 0 or host_cpu_s >= target_s:
+        return None
+    fraction = host_cpu_s / target_s
+    period = PERIOD_US if fraction * PERIOD_US >= MIN_QUOTA_US else LONG_PERIOD_US
+    return max(MIN_QUOTA_US, round(fraction * period)), period
+
+
+def padding_for(host_cpu_s: float, target_s: float) -> float:
+    """CPU seconds to burn per CPU second an inference used, so it costs target instead of host; 0 if slower."""
+    if target_s <= 0 or host_cpu_s <= 0 or host_cpu_s >= target_s:
+        return 0.0
+    return target_s / host_cpu_s - 1.0
+
+
+def write_quota(cpu_dir: Path, quota: tuple[int, int] | None) -> None:
+    """cgroup v1 `cpu.cfs_period_us`/`cpu.cfs_quota_us`, or v2 `cpu.max`; None lifts the quota."""
+    if (cpu_dir / "cpu.cfs_quota_us").exists():
+        (cpu_dir / "cpu.cfs_quota_us").write_text("-1")
+        if quota is not None:
+            (cpu_dir / "cpu.cfs_period_us").write_text(str(quota[1]))
+            (cpu_dir / "cpu.cfs_quota_us").write_text(str(quota[0]))
+    else:
+        (cpu_dir / "cpu.max").write_text("max" if quota is None else f"{quota[0]} {quota[1]}")
+
+
+def _median(runs: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+def cpu_seconds(scorer: Scorer, text: str, clock: Callable[[], float]) -> float:
+    started = clock()
+    scorer.score([text])
+    return clock() - started
+
+
+def slow_to_target(
+    scorer: Scorer, text: str, target_s: float, cpu_dir: str | None, runs: int = 3
+) -> tuple[Scorer, Calibration]:
+    """Measure, slow, re-measure. Runs before the lane starts, so nothing else competes for the CPU."""
+    if cpu_dir is not None:
+        write_quota(Path(cpu_dir), None)  # a previous incarnation's quota must not be measured as the host
+    scorer.score([text])  # warm caches and the arena; not timed
+    host_cpu = round(_median(runs, lambda: cpu_seconds(scorer, text, time.process_time)), 4)
+    slowed: Scorer = scorer
+    quota = quota_for(host_cpu, target_s)
+    if quota is None:
+        calibration = Calibration(target_s, host_cpu, "none")
+    elif cpu_dir is not None:
+        write_quota(Path(cpu_dir), quota)
+        calibration = Calibration(target_s, host_cpu, "quota", quota_us=quota[0], period_us=quota[1])
+    else:
+        # Padding is applied to the inference thread's own CPU time, so calibrate on the same clock.
+        thread_cpu = _median(runs, lambda: cpu_seconds(scorer, text, time.thread_time))
+        slowed = BurningScorer(scorer, padding_for(thread_cpu, target_s))
+        calibration = Calibration(target_s, host_cpu, "burn", padding=round(padding_for(thread_cpu, target_s), 3))
+    achieved = _median(runs, lambda: cpu_seconds(slowed, text, time.perf_counter))
+    calibration = Calibration(**{**calibration.as_dict(), "achieved_s": round(achieved, 4)})
+    log.warning(
+        "Box calibration: the median sample review costs %.3f CPU s on this host; target %.2f s; %s; achieved %.3f s.",
+        host_cpu,
+        target_s,
+        describe(calibration),
+        achieved,
+    )
+    return slowed, calibration
+
+
+def describe(c: Calibration) -> str:
+    """A few words on how the CPU was slowed, for the log and the supervisor's one line."""
+    if c.method == "quota" and c.quota_us is not None and c.period_us is not None:
+        return f"CPU quota {100 * c.quota_us / c.period_us:.1f}% of one core"
+    if c.method == "burn":
+        return f"CPU burning x{c.padding} after each inference (no cgroup)"
+    return "host already slower than the target: not slowed"
