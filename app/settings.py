@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     cpus: int = 1
     # The CPU is slowed until the median sample review costs this long (0 = the host's own speed).
     box_seconds_per_review: float = 1.0
+    # Let the box create cgroups where it can; false forces the fallbacks (affinity, CPU burning, watchdog).
+    box_cgroups: bool = True
     # Slow the CPU to box_seconds_per_review in this server. The box turns it on; a bare
     # uvicorn (tests) stays at the host's speed unless it asks.
     box_slow: bool = False

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.server import ROOT, LiveServer, free_port, live_server
+from tests.server import ROOT, LiveServer, free_port, live_server, slowed
 
 BURST_PY = ROOT / "static" / "burst.py"
 SECONDS_PER_REVIEW = 0.3
@@ -21,7 +21,7 @@ SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW)) as running:
+    with live_server(**slowed(SECONDS_PER_REVIEW)) as running:
         yield running
 
 

@@ -21,7 +21,9 @@ from app.model import Scorer
 log = logging.getLogger(__name__)
 
 PERIOD_US = 100_000
-LONG_PERIOD_US = 1_000_000  # the kernel's longest period: for hosts (or models) 100x faster than the target
+# One review should span about this many periods, so its latency (not only the throughput) is the target's.
+PERIODS_PER_REVIEW = 10
+MIN_PERIOD_US = 1_000
 MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
 
 
@@ -42,12 +44,17 @@ class Calibration:
 
 
 def quota_for(host_cpu_s: float, target_s: float) -> tuple[int, int] | None:
-    """(quota_us, period_us) giving the fraction host/target of one CPU; None if the host is already that slow."""
-    if target_s <= 0 or host_cpu_s <= 0 or host_cpu_s >= target_s:
+    """(quota_us, period_us) giving the fraction host/target of one CPU, or None: no slowing needed, or none legal.
+
+    The period is at most a tenth of the target: a review then spreads over about ten
+    periods instead of finishing at full speed inside one period's quota. A host (or model)
+    so fast that the quota would fall under the kernel's 1 ms gets None and is burnt instead.
+    """
+    if padding_for(host_cpu_s, target_s) <= 0:
         return None
-    fraction = host_cpu_s / target_s
-    period = PERIOD_US if fraction * PERIOD_US >= MIN_QUOTA_US else LONG_PERIOD_US
-    return max(MIN_QUOTA_US, round(fraction * period)), period
+    period = max(MIN_PERIOD_US, min(PERIOD_US, round(target_s * 1e6 / PERIODS_PER_REVIEW)))
+    quota = round(host_cpu_s / target_s * period)
+    return (quota, period) if quota >= MIN_QUOTA_US else None
 
 
 def padding_for(host_cpu_s: float, target_s: float) -> float:
@@ -87,14 +94,15 @@ def slow_to_target(
     scorer.score([text])  # warm caches and the arena; not timed
     host_cpu = round(_median(runs, lambda: cpu_seconds(scorer, text, time.process_time)), 4)
     slowed: Scorer = scorer
-    quota = quota_for(host_cpu, target_s)
-    if quota is None:
+    quota = quota_for(host_cpu, target_s) if cpu_dir is not None else None
+    if padding_for(host_cpu, target_s) <= 0:
         calibration = Calibration(target_s, host_cpu, "none")
-    elif cpu_dir is not None:
+    elif cpu_dir is not None and quota is not None:
         write_quota(Path(cpu_dir), quota)
         calibration = Calibration(target_s, host_cpu, "quota", quota_us=quota[0], period_us=quota[1])
     else:
-        # Padding is applied to the inference thread's own CPU time, so calibrate on the same clock.
+        # No cgroup, or a quota under the kernel's minimum. Padding is applied to the inference
+        # thread's own CPU time, so calibrate on the same clock.
         thread_cpu = _median(runs, lambda: cpu_seconds(scorer, text, time.thread_time))
         slowed = BurningScorer(scorer, padding_for(thread_cpu, target_s))
         calibration = Calibration(target_s, host_cpu, "burn", padding=round(padding_for(thread_cpu, target_s), 3))

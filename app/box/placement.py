@@ -81,14 +81,17 @@ class Placement:
             self.group.remove()
 
 
-def place(n_cpus: int, slow: bool, memory_cap: int, name: str) -> Placement:
+def place(n_cpus: int, slow: bool, memory_cap: int, name: str, use_cgroups: bool = True) -> Placement:
     """Try a cgroup with what the box needs; fall back to affinity and the watchdog for what it could not get."""
     cores = choose_cores(allowed_cores(), n_cpus)
-    group, failures = (
-        (None, {}) if not sys.platform.startswith("linux") else cgroups.create(name, cores, slow, memory_cap)
-    )
+    group: BoxCgroup | None = None
+    failures: dict[str, str]
     if not sys.platform.startswith("linux"):
-        failures = {"all": f"no cgroups on {sys.platform}"}
+        failures = {"any controller": f"no cgroups on {sys.platform}"}
+    elif not use_cgroups:
+        failures = {"any controller": "LAB_BOX_CGROUPS=0"}
+    else:
+        group, failures = cgroups.create(name, cores, slow, memory_cap)
     return Placement(
         cores=cores,
         cpu_mode=cpu_mode(cores, group, affinity_works(), n_cpus),

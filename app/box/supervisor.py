@@ -147,9 +147,8 @@ class Supervisor:
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
     sock = listen(host, port)
-    placement = place(
-        settings.cpus, settings.box_seconds_per_review > 0, settings.memory_cap_bytes, f"lab-box-{os.getpid()}"
-    )
+    slow = settings.box_seconds_per_review > 0
+    placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
     supervisor = Supervisor(settings, host, port, placement, sock)
