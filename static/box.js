@@ -28,6 +28,18 @@
     setText("box-jobs", `대기 ${jobs.queued || 0} · 실행 ${jobs.running || 0} · 완료 ${jobs.done || 0}`);
     setText("box-memory", `${(stats.process.rss_bytes / 2 ** 20).toFixed(0)} MiB`);
     setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
+    const box = stats.box;
+    if (box && box.last_death) {
+      const cause = box.last_death.cause === "memory_cap" ? "메모리 상한" : box.last_death.cause;
+      setText("box-death", `상자가 죽었습니다 (${cause}) → 다시 살아남 (${box.incarnation}번째)`);
+      document.getElementById("box-death").hidden = false;
+    }
+    // burst.js relabels rows whose connection the dead box took with it.
+    if (box && window.labBoxDeaths !== undefined && box.deaths > window.labBoxDeaths) {
+      window.labBoxDeaths = box.deaths;
+      document.dispatchEvent(new Event("lab:box-died"));
+    }
+    if (box) window.labBoxDeaths = box.deaths;
     const body = document.getElementById("box-paths");
     body.replaceChildren(
       ...Object.entries(PATH_LABELS).map(([path, label]) => {
@@ -66,14 +78,19 @@
     }
   }, 500);
 
+  function boxLine(box) {
+    const c = box.calibration;
+    const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
+    const speed = c ? `리뷰당 목표 ${c.target_s}초, 실제 ${c.achieved_s}초 (이 컴퓨터 ${c.host_cpu_s}초, ${c.method})` : "이 컴퓨터 속도 그대로";
+    const memory = box.memory_cap_bytes ? `메모리 상한 ${(box.memory_cap_bytes / 2 ** 30).toFixed(1)} GiB (${box.memory_mode})` : "메모리 상한 없음";
+    return `상자: ${cpus} · ${speed} · ${memory}`;
+  }
+
   async function showModel() {
     try {
       const response = await fetch("/api/model", { cache: "no-store" });
       const model = await response.json();
-      const simulated = model.simulated_seconds_per_review
-        ? ` · 느린 상자 흉내: 리뷰당 ${model.simulated_seconds_per_review}초`
-        : "";
-      setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${simulated}`);
+      setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개 · ${boxLine(model.box)}`);
       if (model.random_weights) {
         document.getElementById("weights-banner").hidden = false;
         setText("weights-detail", `(지금 모델: ${model.name})`);

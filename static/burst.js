@@ -172,6 +172,7 @@
     const url = new URL(`${PATHS[path].url}?burst=${burstTag}&i=${row.index}`, location.href).href;
     const started = performance.now();
     row.startMs = started - t0;
+    row.boxDeaths = window.labBoxDeaths || 0;
     let response;
     let body = null;
     try {
@@ -340,7 +341,10 @@
 
   function statusCell(row) {
     if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
-    if (row.status === null) return el("td", { class: "status err", title: row.error }, "연결 오류");
+    if (row.status === null) {
+      const died = (window.labBoxDeaths || 0) > row.boxDeaths;
+      return el("td", { class: "status err", title: row.error }, died ? "상자가 죽어 연결이 끊김" : "연결 오류");
+    }
     const cls = `status s${String(row.status)[0]}`;
     let detail = "";
     if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
@@ -632,6 +636,7 @@
 
   function wire() {
     const fire = document.getElementById("fire");
+    document.addEventListener("lab:box-died", () => render());
     fire.addEventListener("click", async () => {
       if (state.running) return;
       fire.disabled = true;
