@@ -144,6 +144,12 @@ def main() -> None:
         if "serial" in args.only:
             for path in ("limited", "naive"):
                 print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
+        if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
+            for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
+                for path in ("limited", "batched", "tickets"):
+                    with Peak(box.pid) as peak:
+                        result = asyncio.run(burst(url, path, batch))
+                    print(json.dumps({**result, "texts": kind, "peak_rss_fraction_of_cap": round(peak.peak / cap, 3)}))
         if "memory" in args.only:
             for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
                 for path in ("limited", "batched", "tickets"):

@@ -34,6 +34,8 @@ class Calibration:
     target_s: float
     host_cpu_s: float
     method: str  # quota | burn | none
+    # Wall clock of the same unslowed runs: above the target (a slow CPU, a throttled container) means no slowing.
+    host_wall_s: float | None = None
     quota_us: int | None = None
     period_us: int | None = None
     padding: float | None = None
@@ -85,6 +87,22 @@ def cpu_seconds(scorer: Scorer, text: str, clock: Callable[[], float]) -> float:
     return clock() - started
 
 
+def choose_method(host_cpu_s: float, host_wall_s: float, target_s: float, *, has_cgroup: bool) -> str:
+    """none when a review already costs the target here (in CPU or on the clock), quota with a cgroup and a
+    legal quota, else burn."""
+    if padding_for(host_cpu_s, target_s) <= 0 or host_wall_s >= target_s:
+        return "none"
+    if has_cgroup and quota_for(host_cpu_s, target_s) is not None:
+        return "quota"
+    return "burn"
+
+
+def cpu_and_wall(scorer: Scorer, text: str) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    scorer.score([text])
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
 def slow_to_target(
     scorer: Scorer, text: str, target_s: float, cpu_dir: str | None, runs: int = 3
 ) -> tuple[Scorer, Calibration]:
@@ -92,26 +110,32 @@ def slow_to_target(
     if cpu_dir is not None:
         write_quota(Path(cpu_dir), None)  # a previous incarnation's quota must not be measured as the host
     scorer.score([text])  # warm caches and the arena; not timed
-    host_cpu = round(_median(runs, lambda: cpu_seconds(scorer, text, time.process_time)), 4)
+    timed = [cpu_and_wall(scorer, text) for _ in range(runs)]
+    host_cpu = round(statistics.median(c for c, _ in timed), 4)
+    host_wall = round(statistics.median(w for _, w in timed), 4)
     slowed: Scorer = scorer
-    quota = quota_for(host_cpu, target_s) if cpu_dir is not None else None
-    if padding_for(host_cpu, target_s) <= 0:
-        calibration = Calibration(target_s, host_cpu, "none")
-    elif cpu_dir is not None and quota is not None:
+    quota = quota_for(host_cpu, target_s)
+    method = choose_method(host_cpu, host_wall, target_s, has_cgroup=cpu_dir is not None)
+    if method == "none":
+        calibration = Calibration(target_s, host_cpu, "none", host_wall)
+    elif method == "quota" and cpu_dir is not None and quota is not None:
         write_quota(Path(cpu_dir), quota)
-        calibration = Calibration(target_s, host_cpu, "quota", quota_us=quota[0], period_us=quota[1])
+        calibration = Calibration(target_s, host_cpu, "quota", host_wall, quota_us=quota[0], period_us=quota[1])
     else:
         # No cgroup, or a quota under the kernel's minimum. Padding is applied to the inference
         # thread's own CPU time, so calibrate on the same clock.
         thread_cpu = _median(runs, lambda: cpu_seconds(scorer, text, time.thread_time))
-        slowed = BurningScorer(scorer, padding_for(thread_cpu, target_s))
-        calibration = Calibration(target_s, host_cpu, "burn", padding=round(padding_for(thread_cpu, target_s), 3))
+        padding = padding_for(thread_cpu, target_s)
+        slowed = BurningScorer(scorer, padding)
+        calibration = Calibration(target_s, host_cpu, "burn", host_wall, padding=round(padding, 3))
     # One slowed run: each costs the target (seconds), and the lane's warm-up times the same review again.
     achieved = cpu_seconds(slowed, text, time.perf_counter)
     calibration = Calibration(**{**calibration.as_dict(), "achieved_s": round(achieved, 4)})
     log.warning(
-        "Box calibration: the median sample review costs %.3f CPU s on this host; target %.2f s; %s; achieved %.3f s.",
+        "Box calibration: the median sample review costs %.3f CPU s (%.3f s wall) on this host; target %.2f s; %s; "
+        "achieved %.3f s.",
         host_cpu,
+        host_wall,
         target_s,
         describe(calibration),
         achieved,
