@@ -1,6 +1,6 @@
 """Crash and scale proofs with real server processes: SIGKILL mid-queue, and two boxes on one Redis.
 
-Jobs are padded with the simulated-slow-box knob so "kill while one runs" is a state the
+Jobs are slowed by CPU burning (tests.server.slowed) so "kill while one runs" is a state the
 test can wait for in the store itself, then kill at once.
 """
 
