@@ -107,7 +107,7 @@ class Supervisor:
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     box = httpx.get(f"{url}/api/model", timeout=5).json().get("box", {})
-                    line = summary(state, box.get("calibration"))
+                    line = f"{url}  {summary(state, box.get('calibration'))}"
                     print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
                     return
             except httpx.HTTPError:
