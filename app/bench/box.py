@@ -59,6 +59,19 @@ class Peak:
             self._stop.wait(0.02)
 
 
+_bursts = 0
+
+
+def median_review_on_limited(url: str, runs: int = 5) -> dict[str, Any]:
+    """The median sample review (plus one digit, so the cache misses) on ②, one at a time: what a review costs."""
+    text = sorted(SAMPLES, key=len)[len(SAMPLES) // 2]
+    times = []
+    for i in range(runs):
+        r = httpx.post(f"{url}/api/limited/predict", json={"text": f"{text}{i}"}, timeout=60)
+        times.append(infer_s(r))
+    return {"median_sample_review_on_limited_s": [round(t, 3) for t in times if t is not None], "chars": len(text) + 1}
+
+
 def infer_s(response: httpx.Response) -> float | None:
     for part in response.headers.get("Server-Timing", "").split(","):
         name, _, rest = part.strip().partition(";dur=")
@@ -68,8 +81,9 @@ def infer_s(response: httpx.Response) -> float | None:
 
 
 async def burst(url: str, path: str, texts: list[str]) -> dict[str, Any]:
-    tag = time.monotonic_ns()  # unique texts: the result cache must not answer for the model
-    texts = [f"{text} ({tag}-{i})" for i, text in enumerate(texts)]
+    global _bursts
+    _bursts += 1  # unique texts, a few characters longer: the result cache must not answer for the model
+    texts = [f"{text} {_bursts}{i:02d}" for i, text in enumerate(texts)]
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
 
         async def one(text: str) -> tuple[float, httpx.Response | BaseException]:
@@ -142,6 +156,7 @@ def main() -> None:
         print(json.dumps({"cpus_allowed_every_thread": cpus_allowed(pid) if pid else None}), flush=True)
         texts = [SAMPLES[i % len(SAMPLES)] for i in range(12)]
         if "serial" in args.only:
+            print(json.dumps(median_review_on_limited(url)), flush=True)
             for path in ("limited", "naive"):
                 print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
         if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
