@@ -148,5 +148,5 @@ def describe(c: Calibration) -> str:
     if c.method == "quota" and c.quota_us is not None and c.period_us is not None:
         return f"CPU quota {100 * c.quota_us / c.period_us:.1f}% of one core"
     if c.method == "burn":
-        return f"CPU burning x{c.padding} after each inference (no cgroup)"
+        return f"CPU burning x{c.padding} after each inference"
     return "host already slower than the target: not slowed"
