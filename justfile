@@ -1,4 +1,4 @@
-# Review lab tasks. Run `.venv/bin/just` (or `just` inside the venv) to list them.
+# Review lab tasks. Run `.venv/bin/just` (or `just` inside the venv) to list them by group.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
@@ -7,52 +7,64 @@ host := env("LAB_HOST", "127.0.0.1")
 port := env("LAB_PORT", "8000")
 real_model := "models/bge-reranker-base-int8/model.onnx"
 twin_model := "models/bge-reranker-base-twin-int8/model.onnx"
+# Everything ruff and mypy check: the server, the tests, the tools and the students' burst.py.
+python_code := "app tests tools static/burst.py"
 
-# List the recipes.
+# List the recipes, by group.
 default:
     @just --list --unsorted
 
-# Serve the lab on http://{{host}}:{{port}} inside the box (1 core, ~1 s/review, 1.2 GiB; LAB_CPUS/LAB_BOX_SECONDS_PER_REVIEW/LAB_MEMORY_CAP_BYTES=0 turn each off).
-serve:
-    @if [ ! -f {{real_model}} ] && [ ! -f {{twin_model}} ]; then echo "No model yet: building the offline twin once (a few minutes)."; just twin; fi
+# ---------------------------------------------------------------- lab
+
+# Serve the lab on http://{{host}}:{{port}} inside the box (1 core, ~1 s/review, 1.2 GiB; docs/box.md): real weights if prepared, else the offline twin (built once).
+[group('lab')]
+serve: _model-if-missing
     python -m app.box --host {{host}} --port {{port}}
 
+# Fire N reviews at once at a path (naive|limited|batched|tickets|1-4; default all four): just burst http://127.0.0.1:8000/api 12
+[group('lab')]
+burst url n="12" path="all":
+    python3 static/burst.py {{url}} {{n}} {{path}}
+
+# Start the lab and a real Prometheus, burst every path, print each Grafana panel's query and values (--hold keeps them up).
+[group('lab')]
+metrics *args: setup
+    python -m tools.metrics_tour {{args}}
+
+# ---------------------------------------------------------------- model
+
 # Export BAAI/bge-reranker-base (hub, or LAB_MODEL_SOURCE=/local/snapshot) to int8 ONNX in models/.
+[group('model')]
 model:
     python -m app.prepare real
 
 # Build the offline twin: bge-reranker-base's architecture with random weights (same cost, meaningless scores).
+[group('model')]
 twin:
     python -m app.prepare twin
 
-# Fire N reviews at once at a path (naive|limited|batched|tickets; default: all four in turn): just burst http://127.0.0.1:8000 12
-burst url n="12" path="all":
-    python3 static/burst.py {{url}} {{n}} {{path}}
-
 # Regenerate the tiny test model committed under tests/assets/tiny-reranker.
+[group('model')]
 tiny-model:
     python -m app.prepare tiny
 
-# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes static/bench/).
-bench:
-    @if [ ! -f {{twin_model}} ]; then just twin; fi
-    python -m app.bench.batching
-    python -m app.bench.bursts
+# Build the twin only when no model is there yet (the real one or the twin): `serve` depends on it.
+[private]
+_model-if-missing:
+    @test -f {{real_model}} || test -f {{twin_model}} || { echo "No model yet: building the offline twin once (a few minutes)."; just twin; }
 
-# Lint, type-check and run every test (installs Chromium and Prometheus from Debian if missing).
-test: _system-deps
-    ruff check app tests static/burst.py
-    ruff format --check app tests static/burst.py
-    mypy
-    mypy static/burst.py
-    pytest
+# Build the twin only when it is not there yet: the benchmarks measure the twin, whatever else is prepared.
+[private]
+_twin-if-missing:
+    @test -f {{twin_model}} || just twin
 
-# Start the lab and a real Prometheus, burst every path, print each Grafana panel's query and values (--hold keeps them up).
-metrics *args:
-    python -m tests.metrics_tour {{args}}
+# ---------------------------------------------------------------- tests
 
-# Debian packages the browser and Prometheus tests need.
-_system-deps:
+# What the tests need from the system: Debian's chromium, prometheus and Korean fonts (installed only when missing),
+# and the Redis at 127.0.0.1:6379 (started only when redis-server is installed and nothing answers there).
+# Install what the browser, Prometheus and Redis tests need (only what is missing or down).
+[group('tests')]
+setup:
     #!/usr/bin/env bash
     set -euo pipefail
     missing=()
@@ -64,15 +76,48 @@ _system-deps:
         $sudo apt-get update -q
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
     fi
+    if command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+        redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+    fi
+
+# Lint and type-check everything (burst.py also as Python 3.9, the oldest a student's Mac may have).
+[group('tests')]
+lint:
+    ruff check {{python_code}}
+    ruff format --check {{python_code}}
+    ruff check --target-version py39 static/burst.py
+    mypy
+    mypy static/burst.py
+
+# Lint, type-check and run every test, slow ones included (real servers, Chromium, Prometheus).
+[group('tests')]
+test: setup lint
+    pytest
+
+# Only the fast tests (no real server, browser or Prometheus): the inner loop while editing.
+[group('tests')]
+test-fast:
+    pytest -m "not slow and not browser and not prometheus"
+
+# ---------------------------------------------------------------- bench
+
+# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes docs/bench/).
+[group('bench')]
+bench: _twin-if-missing
+    python -m app.bench.batching
+    python -m app.bench.bursts
 
 # Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
+[group('bench')]
 load *ARGS:
     python -m app.bench.load {{ARGS}}
 
 # Memory under a real 1.2 GiB cgroup cap (root): naive at 12 clients with and without the guard, paths 2-4 at 200 clients, 1,000 queued tickets.
-memcap:
+[group('bench')]
+memcap: _twin-if-missing
     flock /tmp/lab-cpu.lock python -m app.bench.overload --only naive-12,naive-12-long,naive-12-long-guard,limited-200,batched-200,tickets-200,tickets-1000-queued
 
-# Every overload figure (memory cap, 10x load for 60 s, honest hints) into static/bench/overload.md (~20 min, root).
+# Every overload figure (memory cap, 10x load for 60 s, honest hints) into docs/bench/overload.md (~20 min, root).
+[group('bench')]
 overload-report *ARGS:
     flock /tmp/lab-cpu.lock python -m app.bench.overload {{ARGS}}

@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from app import metrics
 from app.errors import ClientGone
 
 T = TypeVar("T")
@@ -22,11 +21,11 @@ async def _wait_for_disconnect(request: Request) -> None:
         pass
 
 
-async def unless_client_leaves(request: Request, path: str, work: Coroutine[Any, Any, T]) -> T:
+async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T:
     """Run `work`; if the client disconnects first, cancel it and raise ClientGone.
 
     Cancelling the work withdraws it wherever it waits (a seat, an open batch, the lane's
-    FIFO); the lane and the batcher skip withdrawn work and count it.
+    FIFO); the lane and the batcher skip withdrawn work and count it; the caller counts the client.
     """
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_wait_for_disconnect(request))
@@ -41,5 +40,4 @@ async def unless_client_leaves(request: Request, path: str, work: Coroutine[Any,
         return task.result()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    metrics.CLIENT_GONE.labels(path).inc()
     raise ClientGone("The client disconnected before its answer; its work was withdrawn.")

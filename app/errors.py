@@ -1,81 +1,163 @@
-"""The one table from lab errors to HTTP statuses, with the reason in the body."""
+"""The one table from error kinds to HTTP statuses and codes, and the lab's errors that name a kind.
+
+Every 4xx/5xx body the lab sends has one shape, `{"error": "<code>", "detail": "<sentence>"}`,
+built by `error_body` (app/failures.py turns framework errors into the same shape).
+"""
 
 import math
+from dataclasses import dataclass
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+
+@dataclass(frozen=True, slots=True)
+class ErrorKind:
+    """One row of the table: the status, the machine-readable code, and what it means (for the docs)."""
+
+    status: int
+    code: str
+    meaning: str
+
+
+BAD_REQUEST = ErrorKind(400, "bad_request", "The body could not be decoded (not UTF-8 JSON).")
+JOB_NOT_FOUND = ErrorKind(404, "job_not_found", "No such job (never submitted, or cleaned up).")
+NOT_FOUND = ErrorKind(404, "not_found", "No such route.")
+METHOD_NOT_ALLOWED = ErrorKind(405, "method_not_allowed", "The route exists but not with this method; see Allow.")
+IDEMPOTENCY_KEY_REUSED = ErrorKind(409, "idempotency_key_reused", "Idempotency-Key already used with another body.")
+JOB_ALREADY_FINISHED = ErrorKind(409, "job_already_finished", "The job has already ended.")
+BODY_TOO_LARGE = ErrorKind(413, "body_too_large", "The body is over the size cap.")
+INVALID_REQUEST = ErrorKind(422, "invalid_request", "The body or query does not match the schema; see `fields`.")
+INVALID_REVIEW = ErrorKind(422, "invalid_review", "The review text is blank, invisible, overlong or not valid Unicode.")
+INVALID_JOB = ErrorKind(422, "invalid_job", "A ticket option is out of bounds.")
+WEBHOOK_REFUSED = ErrorKind(422, "webhook_refused", "The webhook target is not allowed (scheme, address, or off).")
+BOX_FULL = ErrorKind(429, "box_full", "The box is full; see Retry-After.")
+JOB_QUEUE_FULL = ErrorKind(429, "job_queue_full", "Too many tickets waiting; see Retry-After.")
+CLIENT_GONE = ErrorKind(499, "client_gone", "The client hung up while waiting; nobody reads this answer.")
+INTERNAL = ErrorKind(500, "internal", "A bug in the lab; the server log has the traceback.")
+WAITED_TOO_LONG = ErrorKind(503, "waited_too_long", "Waited too long for the model; see Retry-After.")
+INFERENCE_FAILED = ErrorKind(503, "inference_failed", "The model failed on this review.")
+MEMORY_WOULD_NOT_FIT = ErrorKind(503, "memory_would_not_fit", "One more inference would not fit in memory.")
+UNHEALTHY = ErrorKind(503, "unhealthy", "The model is not loaded or the lane or ticket worker has stopped.")
+STORE_UNAVAILABLE = ErrorKind(503, "store_unavailable", "The job store is gone or unreachable; no ticket is taken.")
+WEBSOCKET_ONLY = ErrorKind(426, "websocket_only", "This address speaks WebSocket only (/api/stats/live).")
+
+TABLE: tuple[ErrorKind, ...] = (
+    BAD_REQUEST,
+    JOB_NOT_FOUND,
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    IDEMPOTENCY_KEY_REUSED,
+    JOB_ALREADY_FINISHED,
+    BODY_TOO_LARGE,
+    INVALID_REQUEST,
+    INVALID_REVIEW,
+    INVALID_JOB,
+    WEBHOOK_REFUSED,
+    BOX_FULL,
+    JOB_QUEUE_FULL,
+    CLIENT_GONE,
+    INTERNAL,
+    WAITED_TOO_LONG,
+    INFERENCE_FAILED,
+    MEMORY_WOULD_NOT_FIT,
+    UNHEALTHY,
+    STORE_UNAVAILABLE,
+    WEBSOCKET_ONLY,
+)
+
+# Statuses the framework raises itself (routing, body reading), and the kind each becomes.
+BY_STATUS: dict[int, ErrorKind] = {
+    400: BAD_REQUEST,
+    404: NOT_FOUND,
+    405: METHOD_NOT_ALLOWED,
+    413: BODY_TOO_LARGE,
+    422: INVALID_REQUEST,
+    500: INTERNAL,
+}
 
 
 class LabError(Exception):
-    """An error a client should see; `code` is machine-readable, `message` is for people."""
+    """An error a client should see: its `kind` gives status and code, `message` is for people."""
 
-    status = 500
-    code = "internal"
+    kind = INTERNAL
 
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after_s = retry_after_s
 
+    @property
+    def status(self) -> int:
+        return self.kind.status
+
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
 
 class BoxFull(LabError):
     """Every seat is taken: the box as a whole is full (not a per-client rate limit)."""
 
-    status, code = 429, "box_full"
+    kind = BOX_FULL
 
 
 class JobQueueFull(LabError):
-    status, code = 429, "job_queue_full"
+    kind = JOB_QUEUE_FULL
 
 
 class WaitedTooLong(LabError):
-    status, code = 503, "waited_too_long"
+    kind = WAITED_TOO_LONG
 
 
 class JobNotFound(LabError):
-    status, code = 404, "job_not_found"
+    kind = JOB_NOT_FOUND
 
 
 class InferenceFailed(LabError):
-    status, code = 503, "inference_failed"
+    kind = INFERENCE_FAILED
 
 
 class MemoryWouldNotFit(LabError):
     """Naive guard: one more inference would push the process past the memory cap."""
 
-    status, code = 503, "memory_would_not_fit"
+    kind = MEMORY_WOULD_NOT_FIT
 
 
 class ClientGone(LabError):
     """The client hung up while waiting; nobody reads this answer (nginx's 499)."""
 
-    status, code = 499, "client_gone"
+    kind = CLIENT_GONE
 
 
 class InvalidReview(LabError):
-    status, code = 422, "invalid_review"
+    kind = INVALID_REVIEW
 
 
 class InvalidJob(LabError):
     """A ticket option out of bounds (e.g. `max_time_in_queue_s`)."""
 
-    status, code = 422, "invalid_job"
+    kind = INVALID_JOB
 
 
 class WebhookRefused(LabError):
     """The webhook target is not allowed (scheme, unresolvable, or a private address: SSRF guard)."""
 
-    status, code = 422, "webhook_refused"
+    kind = WEBHOOK_REFUSED
+
+
+class StoreUnavailable(LabError):
+    """The job store is gone (sqlite file deleted or replaced) or unreachable (Redis): a ticket
+    accepted now would be lost, so none is."""
+
+    kind = STORE_UNAVAILABLE
 
 
 class IdempotencyConflict(LabError):
     """The Idempotency-Key was already used with a different body."""
 
-    status, code = 409, "idempotency_key_reused"
+    kind = IDEMPOTENCY_KEY_REUSED
 
 
 class JobAlreadyFinished(LabError):
-    status, code = 409, "job_already_finished"
+    kind = JOB_ALREADY_FINISHED
 
 
 def retry_after_header(seconds: float) -> str:
@@ -83,18 +165,6 @@ def retry_after_header(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
-def error_response(exc: LabError) -> JSONResponse:
-    body: dict[str, object] = {"error": exc.code, "detail": exc.message}
-    headers = {}
-    if exc.retry_after_s is not None:
-        headers["Retry-After"] = retry_after_header(exc.retry_after_s)
-        body["retry_after_s"] = int(headers["Retry-After"])
-    return JSONResponse(body, status_code=exc.status, headers=headers)
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, LabError)
-        return error_response(exc)
-
-    app.add_exception_handler(LabError, handle)
+def error_body(kind: ErrorKind, detail: str, **extra: object) -> dict[str, object]:
+    """The one error shape; `extra` adds keys (never replaces `error` or `detail`)."""
+    return {"error": kind.code, "detail": detail, **extra}

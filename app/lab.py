@@ -10,21 +10,45 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.box.calibrate import slow_to_target
-from app.box.report import COLLECTOR
-from app.cache import ResultCache
+from app.cache import CacheSnapshot, ResultCache
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
-from app.jobs.webhooks import open_webhooks
-from app.lane import InferenceLane, ServiceClock
+from app.jobs.webhooks import WebhookDispatcher, open_webhooks
+from app.lane import InferenceLane, LaneSnapshot, ServiceClock
 from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, load_topics
+from app.paths import Pipeline, PipelineSnapshot
 from app.settings import Settings
-from app.strategies.batched import MicroBatcher
-from app.strategies.limited import SeatGate
-from app.strategies.naive import NaiveRunner
+from app.strategies.batched import BatcherSnapshot, MicroBatcher
+from app.strategies.limited import SeatGate, SeatsSnapshot
+from app.strategies.naive import NaiveRunner, NaiveSnapshot
+from app.strategies.ticket_config import LocalRun, Signals, ticket_configs
+from app.strategies.ticket_follow import TicketFollower
+from app.strategies.ticket_worker import TicketWorker
 from app.strategies.tickets import TicketService
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LabSnapshot:
+    """Every owner's state at one moment (the store's counts are read apart: they are async)."""
+
+    lane: LaneSnapshot
+    naive: NaiveSnapshot
+    limited: SeatsSnapshot
+    batched: BatcherSnapshot
+    cache: CacheSnapshot
+    pipeline: PipelineSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Tickets:
+    """Path 4's three roles, sharing one store, one change signal and this box's running job."""
+
+    service: TicketService
+    worker: TicketWorker
+    follower: TicketFollower
 
 
 @dataclass(slots=True)
@@ -33,15 +57,43 @@ class Lab:
     manifest: dict[str, Any]
     lane: InferenceLane
     cache: ResultCache
+    pipeline: Pipeline
     naive: NaiveRunner
     limited: SeatGate
     batcher: MicroBatcher
     tickets: TicketService
+    worker: TicketWorker
+    follower: TicketFollower
     store: JobStore
 
     @property
     def healthy(self) -> bool:
-        return self.lane.alive and self.tickets.worker_alive
+        return self.lane.alive and self.worker.alive
+
+    def snapshot(self) -> LabSnapshot:
+        return LabSnapshot(
+            lane=self.lane.snapshot(),
+            naive=self.naive.snapshot(),
+            limited=self.limited.snapshot(),
+            batched=self.batcher.snapshot(),
+            cache=self.cache.snapshot(),
+            pipeline=self.pipeline.snapshot(),
+        )
+
+
+def build_tickets(
+    settings: Settings,
+    store: JobStore,
+    lane: InferenceLane,
+    pipeline: Pipeline,
+    webhooks: WebhookDispatcher | None = None,
+) -> Tickets:
+    """The one place Settings become the ticket roles' small configs."""
+    service_cfg, worker_cfg, follow_cfg = ticket_configs(settings)
+    signals, local = Signals(store, follow_cfg.poll_s), LocalRun()
+    service = TicketService(store, lane.room, pipeline, service_cfg, signals, local)
+    worker = TicketWorker(store, lane, pipeline, worker_cfg, signals, local, webhooks)
+    return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))
 
 
 def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
@@ -62,7 +114,7 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
-            "See README, 'Real weights'.",
+            "See docs/model.md, 'Real weights'.",
             model_dir,
         )
     return scorer, manifest
@@ -77,7 +129,7 @@ def warmup_text(settings: Settings) -> str:
     """A sample review of median length: the service clock starts from what a typical review costs.
 
     Cost grows with length; warming up on the shortest sample made the first ETAs and
-    Retry-After hints about half of the truth (measured in static/bench/overload.md).
+    Retry-After hints about half of the truth (measured in docs/bench/overload.md).
     """
     samples = samples_by_length(settings)
     return samples[len(samples) // 2]
@@ -110,7 +162,6 @@ async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard |
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
-    COLLECTOR.state = settings.box_state
     if scorer is None:
         scorer, manifest = load_scorer(settings)
     else:
@@ -118,20 +169,22 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
-    tickets: TicketService | None = None
+    tickets: Tickets | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
         guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
-        tickets = TicketService(store, lane, cache, settings, open_webhooks(settings, store, manifest))
-        tickets.start()
+        pipeline = Pipeline(cache)
+        tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
+        tickets.worker.start()
         yield Lab(
             settings=settings,
             manifest=manifest,
             lane=lane,
             cache=cache,
+            pipeline=pipeline,
             naive=NaiveRunner(scorer, guard),
             limited=SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s),
             batcher=MicroBatcher(
@@ -140,11 +193,13 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
                 max_size=settings.batch_max,
                 max_wait_s=settings.batch_max_wait_s,
             ),
-            tickets=tickets,
+            tickets=tickets.service,
+            worker=tickets.worker,
+            follower=tickets.follower,
             store=store,
         )
     finally:
         if tickets is not None:
-            await tickets.stop()
+            await tickets.worker.stop()
         lane.stop()
         await store.close()

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from app import metrics
 from app.cost import LengthCost
 from app.model import Ranking, Scorer
+from app.room import Room
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,20 @@ class LaneResult:
     started_at: float  # time.monotonic() when inference began
     queued_s: float  # time spent waiting for the lane itself
     infer_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSnapshot:
+    busy: bool
+    current_batch: int
+    pending_reviews: int
+    completed: int
+    failed: int
+    skipped_gone: int
+    skipped_deadline: int
+    busy_s: float  # seconds spent in model calls so far, the running one included
+    per_review_s: float
+    samples: int
 
 
 @dataclass(slots=True)
@@ -103,6 +117,8 @@ class InferenceLane:
         self.skipped_deadline = 0
         self.completed = 0
         self.failed = 0
+        self._busy_s = 0.0  # finished model calls only; snapshot() adds the running one
+        self.room = Room(self.backlog_s, self.remaining_s, lambda: self.clock.per_review_s, self.clock.estimate_s)
 
     def start(self) -> None:
         self._thread.start()
@@ -136,6 +152,23 @@ class InferenceLane:
         """Seconds of work already ahead of a newcomer: the running job plus the FIFO."""
         return self.remaining_s() + self.clock.estimate_s(self._pending, self._pending_chars)
 
+    def snapshot(self) -> LaneSnapshot:
+        with self._lock:  # busy time and busy_since change together, so the counter never runs back
+            started, busy_s = self.busy_since, self._busy_s
+        running_s = 0.0 if started is None else max(time.monotonic() - started, 0.0)
+        return LaneSnapshot(
+            busy=started is not None,
+            current_batch=self.current_batch,
+            pending_reviews=self._pending,
+            completed=self.completed,
+            failed=self.failed,
+            skipped_gone=self.skipped_gone,
+            skipped_deadline=self.skipped_deadline,
+            busy_s=busy_s + running_s,
+            per_review_s=self.clock.per_review_s,
+            samples=self.clock.samples,
+        )
+
     def submit(
         self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
     ) -> "Future[LaneResult]":
@@ -160,18 +193,16 @@ class InferenceLane:
                 self._pending_chars -= job.chars
             if not job.future.set_running_or_notify_cancel():
                 self.skipped_gone += 1
-                metrics.LANE_SKIPPED.labels("gone").inc()
                 continue
             started = time.monotonic()
             if job.deadline is not None and started > job.deadline:
                 self.skipped_deadline += 1
-                metrics.LANE_SKIPPED.labels("deadline").inc()
                 job.future.set_exception(DeadlinePassed())
                 continue
             self.current_batch = len(job.texts)
             self.current_chars = job.chars
-            self.busy_since = started
-            metrics.LANE_BUSY.set(1)
+            with self._lock:
+                self.busy_since = started
             try:
                 if job.on_start is not None:
                     job.on_start()
@@ -188,7 +219,8 @@ class InferenceLane:
                 self.completed += 1
                 job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
             finally:
-                metrics.LANE_BUSY.set(0)
-                self.busy_since = None
+                with self._lock:
+                    self._busy_s += time.monotonic() - started
+                    self.busy_since = None
                 self.current_batch = 0
                 self.current_chars = 0

@@ -1,16 +1,18 @@
-"""Assembles the lab: settings, lifespan, middleware, routers. `app.main:app` is the ASGI app."""
+"""Assembles the lab: settings, lifespan, middleware, error handlers, routers. `app.main:app` is the ASGI app."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import info, page, predict, tickets
-from app.api.deps import document_limits
-from app.errors import install_error_handlers
-from app.lab import open_lab
+from app.api import docs, info, live, page, predict, tickets
+from app.box.report import BoxCollector
+from app.collector import lab_registry
+from app.failures import SafeJSONResponse, install_error_handlers
+from app.lab import Lab, open_lab
 from app.middleware import LabMiddleware
 from app.model import Scorer
+from app.openapi import document
 from app.settings import Settings, get_settings
 
 
@@ -30,18 +32,30 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         description="One slow cross-encoder, four ways to cope with a crowd.",
         version="1.0.0",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # app/api/docs.py serves Swagger UI from the box, not a CDN
         openapi_url="/api/openapi.json",
         redoc_url=None,
+        default_response_class=SafeJSONResponse,
     )
-    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.state.settings = settings
+
+    def current_lab() -> Lab | None:
+        return getattr(app.state, "lab", None)
+
+    app.state.registry, app.state.collector = lab_registry(current_lab)
+    app.state.registry.register(BoxCollector(settings.box_state))
+    # The middleware counts every answer into the collector's tally: one registry per app.
+    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests)
     install_error_handlers(app)
     app.include_router(predict.router)
     app.include_router(tickets.router)
     app.include_router(info.router)
+    app.include_router(live.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")
-    document_limits(app, settings)
+    app.include_router(docs.router)
+    app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
+    document(app, settings)
     return app
 
 

@@ -1,28 +1,29 @@
-"""ASGI middleware: stamp arrival, cap body size, and count answers per prediction path."""
+"""ASGI middleware: stamp arrival, cap body size, count answers per prediction path, answer 500s."""
 
 import json
+import logging
 import time
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import metrics
+from app.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
+from app.metrics import PREDICTION_ROUTES, RequestTally
 
-# Only submissions count as prediction requests; polls of a ticket do not.
-PREDICTION_ROUTES = {
-    "/api/naive/predict": "naive",
-    "/api/limited/predict": "limited",
-    "/api/batched/predict": "batched",
-    "/api/queue/jobs": "tickets",
-}
+log = logging.getLogger(__name__)
 
 
 class LabMiddleware:
-    """One pass over every HTTP request, before any routing or body parsing."""
+    """One pass over every HTTP request, before any routing or body parsing.
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    A handler's unexpected exception is answered here, inside the counter, so a 500 is counted
+    like any other answer and has the one error shape; it is re-raised for the server's log.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, requests: RequestTally) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.requests = requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -35,9 +36,21 @@ class LabMiddleware:
             send = self._counting(send, path)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._too_large(send)
+            await answer(send, BODY_TOO_LARGE, f"Request body over {self.max_body_bytes} bytes.")
             return
-        await self.app(scope, self._capped(receive), send)
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, self._capped(receive), watching_send)
+        except Exception:
+            if not started:
+                await answer(send, INTERNAL, "The lab failed on this request; the server log says why.")
+            raise
 
     def _capped(self, receive: Receive) -> Receive:
         seen = 0
@@ -53,27 +66,25 @@ class LabMiddleware:
 
         return capped_receive
 
-    @staticmethod
-    def _counting(send: Send, path: str) -> Send:
+    def _counting(self, send: Send, path: str) -> Send:
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
-                metrics.REQUESTS.labels(path, str(message["status"])).inc()
+                self.requests.count(path, message["status"])
             await send(message)
 
         return counting_send
 
-    async def _too_large(self, send: Send) -> None:
-        body = json.dumps(
-            {"error": "body_too_large", "detail": f"Request body over {self.max_body_bytes} bytes."}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+
+async def answer(send: Send, kind: ErrorKind, detail: str) -> None:
+    body = json.dumps(error_body(kind, detail)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": kind.status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class BodyTooLarge(HTTPException):

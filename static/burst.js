@@ -1,6 +1,6 @@
 // The burst page: fire N reviews at one path at once, draw one timing bar per request from what the
 // server says (Server-Timing) and what the browser measured (round trip, time queued in the browser),
-// and keep the last burst of each path so the four can be compared without firing again.
+// and keep the last burst of each path, review mode and size so they can be compared without firing again.
 "use strict";
 
 (function () {
@@ -10,7 +10,10 @@
     batched: { label: "③ batched", url: "/api/batched/predict" },
     tickets: { label: "④ tickets", url: "/api/queue/jobs" },
   };
-  const STORE_KEY = "review-lab.last-bursts.v1";
+  const STORE_KEY = "review-lab.last-bursts.v2"; // v1 kept one burst per path, whatever its mode and size
+  const OLD_STORE_KEY = "review-lab.last-bursts.v1";
+  const MAX_SAVED = 12; // the oldest saved bursts beyond this are forgotten
+  const MODES = { distinct: "서로 다른 리뷰", repeat: "같은 리뷰 반복" };
   const MAX_BURST = 50;
   // Used only if /api/samples cannot be read; the box normally supplies its own 60 reviews.
   const FALLBACK_SAMPLES = [
@@ -231,7 +234,7 @@
       row.error = final.error || null;
       applyTiming(row, final.timing);
       if (final.waited_ms != null) row.ticket.actualS = (final.waited_ms + (final.inference_ms || 0)) / 1000;
-      if (final.result && final.result.length) row.top = final.result[0].label;
+      if (final.result && final.result.topics.length) row.top = final.result.topics[0].label;
     } else if (tickets) {
       tickets.skip();
     }
@@ -400,8 +403,11 @@
         ]) {
           if (value !== null && value !== undefined) dataset[key] = String(value);
         }
-        const roundTrip = el("td", { class: "num", title: row.ticket ? `202까지 ${fmtMs(row.ticket.turnaroundMs)}` : "" });
-        roundTrip.textContent = fmtMs(row.totalMs);
+        const roundTrip = el("td", {
+          class: row.state === "done" ? "num rt" : "num rt elapsed",
+          title: row.ticket ? `202까지 ${fmtMs(row.ticket.turnaroundMs)}` : "",
+        });
+        roundTrip.textContent = row.state === "done" ? fmtMs(row.totalMs) : elapsedText(burst, row);
         return el(
           "tr",
           { class: `row ${row.state === "done" ? "" : "pending"}`, dataset },
@@ -416,6 +422,23 @@
         );
       }),
     );
+  }
+
+  /** A pending row's time since it was sent, counting up ("3.2초…"), so no row sits blank. */
+  function elapsedText(burst, row) {
+    if (burst.t0 == null || row.startMs == null) return "…";
+    return `${((performance.now() - burst.t0 - row.startMs) / 1000).toFixed(1)}초…`;
+  }
+
+  /** Ten times a second, only the pending rows' elapsed cells change; the rest is redrawn on answers. */
+  function tickElapsed() {
+    const burst = state.view;
+    if (!burst || !burst.running) return;
+    for (const tr of document.querySelectorAll("#rows tbody tr.pending")) {
+      const row = burst.rows[Number(tr.dataset.index) - 1];
+      const cell = tr.querySelector("td.rt");
+      if (row && cell) cell.textContent = elapsedText(burst, row);
+    }
   }
 
   function summaryParts(s, path) {
@@ -440,83 +463,210 @@
     const box = document.getElementById("summary");
     if (!burst.summary) {
       box.replaceChildren();
+      document.getElementById("burst-box").hidden = true;
       return;
     }
     box.replaceChildren(
       ...summaryParts(burst.summary, burst.path).map(([label, value]) => el("span", {}, `${label} `, el("b", {}, value))),
     );
     box.dataset.counts = JSON.stringify(burst.summary.counts);
+    const record = document.getElementById("burst-box");
+    record.hidden = !(burst.box && window.boxPanel);
+    if (!record.hidden) record.textContent = `상자 상태 패널이 본 것: ${window.boxPanel.describeRecording(burst.box)}`;
+  }
+
+  // ---------------------------------------------------------------- comparing
+  const burstKey = (path, mode, size) => `${path}|${mode}|${size}`;
+
+  function burstLabel(burst) {
+    return `${PATHS[burst.path].label} · ${MODES[burst.mode] || burst.mode} · ${burst.rows.length}개`;
+  }
+
+  /** The saved bursts in a stable order: by path, then distinct before repeat, then size. */
+  function savedInOrder() {
+    const pathOrder = Object.keys(PATHS);
+    const modeOrder = Object.keys(MODES);
+    return Object.entries(state.saved).sort(([, a], [, b]) => {
+      return (
+        pathOrder.indexOf(a.path) - pathOrder.indexOf(b.path) ||
+        modeOrder.indexOf(a.mode) - modeOrder.indexOf(b.mode) ||
+        a.rows.length - b.rows.length
+      );
+    });
+  }
+
+  /** One line, in Korean, on what this path gave up in this burst; numbers from the burst itself. */
+  function gaveUp(burst) {
+    const s = burst.summary;
+    const refused = s.size - s.served;
+    const fastest = Math.min(...burst.rows.filter(isServed).map((r) => r.totalMs));
+    let line;
+    if (burst.path === "naive") {
+      line =
+        `포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 ${fmtMs(s.p95Ms)}` +
+        (Number.isFinite(fastest) ? ` (가장 빠른 답 ${fmtMs(fastest)})` : "");
+      const box = burst.box;
+      if (box && box.peakRssBytes != null && box.rssBeforeBytes != null) {
+        line += `, 메모리 +${((box.peakRssBytes - box.rssBeforeBytes) / 2 ** 20).toFixed(0)} MiB`;
+      }
+    } else if (burst.path === "limited") {
+      line = refused
+        ? `포기한 것: ${refused}/${s.size}개 요청. 바로 거절(429)하고 받은 ${s.served}개만 제때 처리`
+        : `포기한 것: 이번엔 없음. 자리가 남아 ${s.served}개 모두 받음 (더 몰리면 거절)`;
+    } else if (burst.path === "batched") {
+      line =
+        `포기한 것: 각자의 빠른 답. 묶음(평균 ${s.meanBatch == null ? "–" : s.meanBatch.toFixed(1)}개) 안의 모두가 ` +
+        `묶음 전체가 끝날 때까지 기다림, p50 ${fmtMs(s.p50Ms)}`;
+    } else {
+      const late = s.etaLateS == null ? "" : `, 약속보다 평균 ${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(1)}초`;
+      line = `포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, 결과까지 p95 ${fmtMs(s.p95Ms)}${late}`;
+    }
+    if (s.cacheHits) line += ` · 캐시가 ${s.cacheHits}개를 추론 없이 답함 (같은 리뷰일 때만)`;
+    if (refused && burst.path !== "limited") line += ` · 실패/거절 ${refused}개`;
+    return line;
   }
 
   function renderCompare() {
-    const saved = state.saved;
-    const cards = Object.entries(PATHS).map(([path, { label }]) => {
-      const burst = saved[path];
-      if (!burst) return el("div", { class: "compare-card empty", dataset: { path } }, el("h3", {}, label), "아직 없음");
+    const entries = savedInOrder();
+    const cards = entries.map(([key, burst]) => {
       const when = new Date(burst.firedAt).toLocaleTimeString("ko-KR");
       const card = el(
         "div",
-        { class: "compare-card", dataset: { path } },
-        el("h3", {}, `${label} `, el("small", {}, `${burst.rows.length}개 · ${when}`)),
-        ...summaryParts(burst.summary, path).map(([k, v]) => el("div", {}, `${k} `, el("b", {}, v))),
+        { class: "compare-card", dataset: { key, path: burst.path, mode: burst.mode, size: String(burst.rows.length) } },
+        el("h3", {}, burstLabel(burst), " ", el("small", {}, when)),
+        ...summaryParts(burst.summary, burst.path).map(([k, v]) => el("span", { class: "kv" }, `${k} `, el("b", {}, v))),
+        el("p", { class: "gave-up" }, gaveUp(burst)),
+        burst.box && window.boxPanel
+          ? el("p", { class: "box-record" }, `상자: ${window.boxPanel.describeRecording(burst.box)}`)
+          : null,
       );
-      card.addEventListener("click", () => selectPath(path));
+      card.addEventListener("click", () => selectBurst(key));
       return card;
     });
+    if (!cards.length) cards.push(el("div", { class: "compare-card empty" }, "아직 없음: 발사하면 여기에 쌓입니다."));
     document.getElementById("compare-cards").replaceChildren(...cards);
-    document.getElementById("compare-chart").replaceChildren(compareChart(saved));
+    drawCompareChart();
   }
 
-  /** One line per path: p50 (solid) and p95 (light) time to an answer, on a shared scale; no library. */
-  function compareChart(saved) {
+  /** Step between axis ticks: 1, 2 or 5 times a power of ten seconds, about six ticks in all. */
+  function tickStepMs(maxMs) {
+    const raw = maxMs / 6;
+    const power = 10 ** Math.floor(Math.log10(raw));
+    return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= raw);
+  }
+
+  /**
+   * Every saved burst as one strip on ONE time axis (0 = the burst fired): each request is a line from
+   * when it was sent to when its answer was in hand; refused or failed ones end in a red ×, so a
+   * 429 that came back in 80 ms is still visible. The width follows the card, so text keeps its size.
+   */
+  function drawCompareChart() {
+    const holder = document.getElementById("compare-chart");
+    const entries = savedInOrder();
+    if (!entries.length) {
+      holder.replaceChildren();
+      return;
+    }
     const ns = "http://www.w3.org/2000/svg";
-    const width = 760;
-    const rowH = 28;
-    const left = 86;
-    const right = 300;
-    const height = rowH * 4 + 24;
+    const width = Math.max(280, Math.floor(holder.clientWidth || 760));
+    const left = 8;
+    const right = 12;
+    const span = width - left - right;
+    const maxMs = Math.max(1, ...entries.flatMap(([, b]) => b.rows.map((r) => r.endMs || 0)));
+    const step = tickStepMs(maxMs);
+    const axisMs = Math.ceil(maxMs / step) * step;
+    const x = (ms) => left + (ms / axisMs) * span;
     const svg = document.createElementNS(ns, "svg");
-    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    svg.setAttribute("width", String(width));
-    svg.setAttribute("height", String(height));
-    svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", "네 경로의 왕복 시간 p50/p95");
-    const add = (tag, attrs, text) => {
+    const add = (parent, tag, attrs, text) => {
       const node = document.createElementNS(ns, tag);
       for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
       if (text !== undefined) node.textContent = text;
-      svg.append(node);
+      parent.append(node);
       return node;
     };
-    const maxMs = Math.max(1, ...Object.values(saved).map((b) => b.summary.p95Ms || 0));
-    const span = width - left - right;
-    Object.entries(PATHS).forEach(([path, { label }], i) => {
-      const y = 8 + i * rowH;
-      add("text", { x: 0, y: y + 15, "font-size": 13 }, label);
-      const s = saved[path] && saved[path].summary;
-      if (!s || s.p50Ms == null) {
-        add("text", { x: left, y: y + 15, "font-size": 12, fill: "#6b7280" }, s ? "처리된 요청 없음" : "아직 없음");
-        return;
-      }
-      add("rect", { x: left, y: y + 4, width: (s.p95Ms / maxMs) * span, height: 14, fill: "#fcd9a0" });
-      add("rect", { x: left, y: y + 4, width: (s.p50Ms / maxMs) * span, height: 14, fill: "#f59e0b" });
-      const refused = s.size - s.served;
+    let y = 4;
+    const grid = add(svg, "g", { class: "grid" });
+    for (const [key, burst] of entries) {
+      const s = burst.summary;
+      const strip = add(svg, "g", { class: "strip", "data-key": key });
+      add(strip, "text", { x: left, y: y + 12, "font-size": 12, "font-weight": 600 }, burstLabel(burst));
       add(
+        strip,
         "text",
-        { x: width - right + 8, y: y + 15, "font-size": 12 },
-        `p50 ${fmtMs(s.p50Ms)} · p95 ${fmtMs(s.p95Ms)} · 처리 ${s.served} · 거절/실패 ${refused}`,
+        { x: width - right, y: y + 12, "font-size": 11.5, fill: "#4b5563", "text-anchor": "end" },
+        `처리 ${s.served} · 거절/실패 ${s.size - s.served}`,
       );
-    });
-    add("text", { x: left, y: height - 4, "font-size": 11, fill: "#6b7280" }, `진한 색 p50, 옅은 색 p95 (처리된 요청의 왕복), 끝 = ${fmtMs(maxMs)}`);
-    return svg;
+      y += 17;
+      const lineH = Math.max(2, Math.min(5, Math.floor(36 / burst.rows.length)));
+      for (const row of burst.rows) {
+        const served = isServed(row);
+        const start = x(row.startMs || 0);
+        const end = Math.max(start + 1.5, x(row.endMs || 0));
+        const cy = y + lineH / 2;
+        add(strip, "line", {
+          x1: start, x2: end, y1: cy, y2: cy,
+          stroke: served ? "#0072B2" : "#D55E00",
+          "stroke-width": Math.max(1, lineH - 1),
+          class: served ? "served" : "refused",
+        });
+        if (!served) {
+          // A 429 is back within milliseconds: a block at its end keeps it visible on a seconds axis.
+          add(strip, "rect", { x: end, y: y, width: 5, height: Math.max(2, lineH - 1), fill: "#D55E00", class: "refused-mark" });
+        }
+        y += lineH;
+      }
+      y += 10;
+    }
+    for (let ms = 0; ms <= axisMs + 1e-6; ms += step) {
+      add(grid, "line", { x1: x(ms), x2: x(ms), y1: 0, y2: y, stroke: "#e5e7eb" });
+      const label = `${(ms / 1000).toFixed(step < 1000 ? 1 : 0)}초`;
+      add(svg, "text", { x: x(ms), y: y + 12, "font-size": 11, fill: "#4b5563", "text-anchor": ms ? "middle" : "start" }, label);
+    }
+    y += 16;
+    svg.setAttribute("viewBox", `0 0 ${width} ${y}`);
+    svg.setAttribute("width", String(width));
+    svg.setAttribute("height", String(y));
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "저장된 발사들을 한 시간축에 그린 그림");
+    svg.dataset.axisMs = String(axisMs);
+    const note = el(
+      "p",
+      { class: "hint" },
+      "한 줄 = 요청 하나 (보낸 때 → 답을 받은 때, 모든 발사가 같은 시간축). ",
+      el("span", { class: "key-served" }, "파랑"),
+      " = 처리됨, ",
+      el("span", { class: "key-refused" }, "빨강(끝에 네모)"),
+      " = 거절·실패.",
+    );
+    holder.replaceChildren(svg, note);
   }
 
   // ---------------------------------------------------------------- state, storage, controls
+  /** Saved bursts by burstKey; a v1 store (one per path) is carried over under its bursts' own keys. */
   function loadSaved() {
     try {
-      return JSON.parse(localStorage.getItem(STORE_KEY)) || {};
+      const saved = JSON.parse(localStorage.getItem(STORE_KEY));
+      if (saved) return saved;
+      const old = JSON.parse(localStorage.getItem(OLD_STORE_KEY)) || {};
+      return Object.fromEntries(
+        Object.values(old).map((b) => [burstKey(b.path, b.mode || "distinct", b.rows.length), { mode: "distinct", ...b }]),
+      );
     } catch {
       return {};
+    }
+  }
+
+  function save(burst) {
+    const key = burstKey(burst.path, burst.mode, burst.rows.length);
+    const { t0, ...kept } = burst;
+    state.saved[key] = { ...kept, rows: burst.rows.map((r) => ({ ...r })) };
+    const oldestFirst = Object.entries(state.saved).sort(([, a], [, b]) => a.firedAt.localeCompare(b.firedAt));
+    for (const [old] of oldestFirst.slice(0, Math.max(0, oldestFirst.length - MAX_SAVED))) delete state.saved[old];
+    try {
+      localStorage.setItem(STORE_KEY, JSON.stringify(state.saved));
+      localStorage.removeItem(OLD_STORE_KEY);
+    } catch {
+      // Storage full or disabled: the comparison still lives in memory for this page.
     }
   }
 
@@ -540,12 +690,11 @@
     if (!burst) {
       document.getElementById("rows").tBodies[0].replaceChildren();
       document.getElementById("summary").replaceChildren();
+      document.getElementById("burst-box").hidden = true;
       document.getElementById("burst-title").textContent = "";
       return;
     }
-    document.getElementById("burst-title").textContent =
-      `${PATHS[burst.path].label} · ${burst.rows.length}개 · ${burst.mode === "repeat" ? "같은 리뷰" : "서로 다른 리뷰"}` +
-      (burst.restored ? " · 저장된 마지막 발사" : "");
+    document.getElementById("burst-title").textContent = burstLabel(burst) + (burst.restored ? " · 저장된 발사" : "");
     renderRows(burst);
     const done = burst.rows.filter((r) => r.state === "done").length;
     const scaleMs = Number(document.getElementById("rows").dataset.scaleMs);
@@ -561,17 +710,23 @@
     return document.querySelector('input[name="path"]:checked').value;
   }
 
-  function selectPath(path) {
-    document.querySelector(`input[name="path"][value="${path}"]`).checked = true;
-    showPath(path);
-  }
-
-  function showPath(path) {
+  /** Shows the path's explanation and its most recent saved burst (any mode or size). */
+  function showPath(path, key = null) {
     for (const note of document.querySelectorAll("[data-path-note]")) note.hidden = note.dataset.pathNote !== path;
     if (state.running) return;
-    const saved = state.saved[path];
+    const latest = Object.entries(state.saved)
+      .filter(([, b]) => b.path === path)
+      .sort(([, a], [, b]) => b.firedAt.localeCompare(a.firedAt))[0];
+    const saved = key ? state.saved[key] : latest && latest[1];
     state.view = saved ? { ...saved, restored: true } : null;
     render();
+  }
+
+  function selectBurst(key) {
+    const burst = state.saved[key];
+    if (!burst || state.running) return;
+    document.querySelector(`input[name="path"][value="${burst.path}"]`).checked = true;
+    showPath(burst.path, key);
   }
 
   function burstTexts(n, mode) {
@@ -595,22 +750,22 @@
     };
     state.view = burst;
     state.running = true;
-    render();
     const t0 = performance.now();
+    burst.t0 = t0;
+    render();
+    const recorder = window.boxPanel ? window.boxPanel.record() : null;
+    const ticker = setInterval(tickElapsed, 100);
     try {
       // All N fetches are issued in the same tick; the browser decides how many reach the server at once.
       const tickets = path === "tickets" ? ticketGathering(burst.rows.length) : null;
       await Promise.all(burst.rows.map((row) => fireOne(path, row, burstTag, t0, scheduleRender, tickets)));
     } finally {
+      clearInterval(ticker);
       state.running = false;
       burst.running = false;
       burst.summary = summarize(burst);
-      state.saved[path] = { ...burst, rows: burst.rows.map((r) => ({ ...r })) };
-      try {
-        localStorage.setItem(STORE_KEY, JSON.stringify(state.saved));
-      } catch {
-        // Storage full or disabled: the comparison still lives in memory for this page.
-      }
+      burst.box = recorder ? recorder.stop() : null;
+      save(burst);
       render();
       renderCompare();
     }
@@ -657,6 +812,7 @@
     document.getElementById("forget").addEventListener("click", () => {
       state.saved = {};
       localStorage.removeItem(STORE_KEY);
+      localStorage.removeItem(OLD_STORE_KEY);
       renderCompare();
       showPath(selectedPath());
     });
@@ -665,6 +821,11 @@
   wire();
   showPath(selectedPath());
   renderCompare();
+  let resizeQueued = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeQueued);
+    resizeQueued = setTimeout(drawCompareChart, 150); // the chart's width follows its card
+  });
   loadSamples();
 
   // For the console.

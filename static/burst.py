@@ -5,8 +5,13 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
 
     curl -O http://BOX:8000/static/burst.py
     python3 burst.py http://BOX:8000 12            # each of the four paths in turn
-    python3 burst.py http://BOX:8000 50 limited    # one path; also naive | batched | tickets | 1-4
+    python3 burst.py http://BOX:8000/api 50 limited    # the API base works too; naive | batched | tickets | 1-4
     python3 burst.py http://BOX:8000 12 --json rows.json
+
+The address may be the box's root or its API base (`$B` in the handout), with or without a
+trailing slash. Before firing, one GET of the box's sample reviews checks that the address is
+a review lab: if nothing answers or it answers 404, burst.py says which URL it tried and what
+to pass instead, and fires nothing.
 
 Unlike a browser (at most six connections per server), every request here gets its own
 thread and its own connection, released together by a barrier: a truly simultaneous burst.
@@ -26,6 +31,7 @@ import threading
 import time
 import unicodedata
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -145,14 +151,54 @@ def parse_server_timing(header: str | None) -> dict[str, float]:
     return timing
 
 
-def fetch_reviews(base_url: str) -> list[str]:
-    """The box's own sample reviews, or the built-in list if it cannot be reached."""
+def box_root(url: str) -> str:
+    """The box's root from what a student typed: `http://BOX:8000`, `…/`, `…/api` and `…/api/` are all one box.
+
+    The handout's `$B` is the API base (it ends in /api) and the paths here start with /api, so a
+    base taken as typed would ask for /api/api/… and get 404 on every request.
+    """
+    root = url.strip().rstrip("/")
+    if root.endswith("/api"):
+        root = root[: -len("/api")].rstrip("/")
+    return root
+
+
+class NotALab(Exception):
+    """The address does not lead to a review lab; the message says what was tried and what to pass."""
+
+
+def _instead(root: str) -> str:
+    """What to pass instead, in the student's terms: the host's root and its API base."""
+    parts = urllib.parse.urlsplit(root)
+    host = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://BOX:8000"
+    return f"상자 주소({host}) 또는 API 주소({host}/api)를 주세요. 예: python3 burst.py {host}/api 12"
+
+
+def check_box(root: str, timeout_s: float = 10.0) -> list[str]:
+    """Ask the box for its sample reviews: proof that `root` is a lab, and the reviews to fire.
+
+    Raises NotALab when nothing answers or the answer is 404 (a wrong path: every burst request
+    would be a 404 too). Any other answer counts as a lab; unreadable samples fall back to the
+    built-in list.
+    """
+    url = root + "/api/samples"
     try:
-        answer = request_json("GET", base_url + "/api/samples", timeout_s=5)
+        answer = request_json("GET", url, timeout_s=timeout_s)
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise NotALab(
+            f"{url} 에 연결하지 못했습니다 ({type(exc).__name__}: {reason}).\n"
+            f"상자가 켜져 있는지, 주소와 포트가 맞는지 확인하세요. {_instead(root)}"
+        ) from exc
+    if answer.status == 404:
+        raise NotALab(
+            f"{url} 가 404(없는 주소)를 돌려줬습니다: 이 주소에는 리뷰 실습 상자의 API가 없습니다.\n{_instead(root)}"
+        )
+    try:
         texts = [str(item["text"]) for item in answer.body]
-        return texts or FALLBACK_REVIEWS
-    except (OSError, ValueError, TypeError, KeyError, http.client.HTTPException):
-        return FALLBACK_REVIEWS
+    except (TypeError, KeyError):
+        texts = []
+    return texts or FALLBACK_REVIEWS
 
 
 def distinct_texts(reviews: list[str], n: int, tag: str) -> list[str]:
@@ -193,8 +239,10 @@ def _finish_ticket(row: Row, job: dict[str, Any], headers: Message | None) -> No
     if job.get("waited_ms") is not None:
         row.actual_s = (job["waited_ms"] + (job.get("inference_ms") or 0.0)) / 1000
     result = job.get("result")
-    if result:
-        row.top_topic = result[0].get("label")
+    # The handout's shape is {"topics": [...]}; older boxes answered the bare list.
+    topics = result.get("topics") if isinstance(result, dict) else result
+    if isinstance(topics, list) and topics and isinstance(topics[0], dict):
+        row.top_topic = topics[0].get("label")
 
 
 def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
@@ -231,7 +279,7 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
 
 def fire_burst(base_url: str, path: str, texts: list[str], *, timeout_s: float = 120.0) -> list[Row]:
     """Send every text at once (one thread and one connection each) and wait for every answer."""
-    base_url = base_url.rstrip("/")
+    base_url = box_root(base_url)
     rows = [Row(index=i + 1, path=path, text=text) for i, text in enumerate(texts)]
     barrier = threading.Barrier(len(rows))
 
@@ -391,7 +439,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="burst.py", description="리뷰 분석 상자에 N개의 리뷰를 동시에 보내고 각 요청의 결과를 표로 보여 줍니다."
     )
-    parser.add_argument("url", help="상자의 주소, 예: http://127.0.0.1:8000")
+    parser.add_argument(
+        "url", help="상자의 주소 또는 API 주소, 예: http://127.0.0.1:8000 또는 http://127.0.0.1:8000/api"
+    )
     parser.add_argument("n", nargs="?", type=int, default=12, help="동시 요청 수 (1-200, 기본 12)")
     parser.add_argument(
         "path",
@@ -415,9 +465,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    base_url = args.url.rstrip("/")
+    base_url = box_root(args.url)
     paths = list(PATHS) if args.path == "all" else [args.path]
-    reviews = fetch_reviews(base_url)
+    try:
+        reviews = check_box(base_url)
+    except NotALab as exc:
+        print(exc, file=sys.stderr)
+        return 1
     run_tag = "".join(random.choice(string.ascii_lowercase) for _ in range(3))
     report: dict[str, Any] = {"base_url": base_url, "n": args.n, "bursts": []}
     answered = 0

@@ -1,5 +1,8 @@
-"""App fixtures: a lab with a fake scorer, driven in-process with its lifespan running."""
+"""App fixtures: a lab with a fake scorer, driven in-process with its lifespan running; the Redis rule."""
 
+import functools
+import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -12,6 +15,8 @@ from asgi_lifespan import LifespanManager
 from app.main import create_app
 from app.settings import Settings
 from tests.fakes import GatedScorer
+
+REDIS_ADDRESS = ("127.0.0.1", 6379)  # the one every Redis test uses (tests/jobs/conftest.py REDIS_URL)
 
 LabClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -33,3 +38,32 @@ def lab_client(tmp_path: Path) -> LabClientFactory:
                 yield client
 
     return open_client
+
+
+@functools.cache
+def redis_reachable() -> bool:
+    """One TCP connect per session: is the test Redis up?"""
+    try:
+        with socket.create_connection(REDIS_ADDRESS, timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def needs_redis(item: pytest.Item) -> bool:
+    """A test needs Redis when it says so (`@pytest.mark.redis`) or its id names it (a `redis` parameter or name)."""
+    return item.get_closest_marker("redis") is not None or "redis" in item.nodeid.lower()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Without Redis a developer's run skips the Redis tests; under CI (`CI` set) they fail instead.
+
+    So a laptop without Redis stays green and honest about what it did not run, while CI can never
+    pass by silently skipping the store that several boxes share.
+    """
+    if not needs_redis(item) or redis_reachable():
+        return
+    where = f"{REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]}"
+    if os.environ.get("CI"):
+        pytest.fail(f"Redis is not reachable at {where}, and CI must run the Redis tests", pytrace=False)
+    pytest.skip(f"Redis is not reachable at {where} (start redis-server to run this test)")

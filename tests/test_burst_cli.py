@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ SECONDS_PER_REVIEW = 0.3
 # CPU burning pads each review in proportion to its own cost, calibrated on the median sample:
 # a shorter review costs less than the target (measured: about three quarters of it), never nothing.
 FLOOR_S = 0.5 * SECONDS_PER_REVIEW
+PYENV_39 = sorted(Path.home().glob(".pyenv/versions/3.9*/bin/python3.9"))
 TABLE_ROW = re.compile(r"^\s*(\d+)\s{2}")
 SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)+) \|")
 
@@ -59,6 +61,7 @@ def summaries(stdout: str) -> dict[str, dict[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: LiveServer, tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     result = run_burst(server.url, "12", "limited", "--json", str(out))
@@ -76,6 +79,7 @@ def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: Live
     assert len({r["text"] for r in rows}) == 12  # distinct reviews, so the cache answers none of them
 
 
+@pytest.mark.slow
 def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveServer, tmp_path: Path) -> None:
     out = tmp_path / "tickets.json"
     result = run_burst(server.url, "4", "4", "--json", str(out))
@@ -89,6 +93,7 @@ def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveS
     assert max(r["actual_s"] for r in rows) >= 0.9 * 4 * FLOOR_S
 
 
+@pytest.mark.slow
 def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
     result = run_burst(server.url, "3")
     assert result.returncode == 0, result.stderr
@@ -98,13 +103,77 @@ def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
     assert table_indexes(result.stdout) == [1, 2, 3] * 4
 
 
-def test_connection_errors_are_counted_not_raised() -> None:
-    nobody = f"http://127.0.0.1:{free_port()}"
-    result = run_burst(nobody, "3", "naive")
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", ["/api", "/api/", "/"])
+def test_the_api_base_or_the_root_with_a_slash_reach_the_same_box(server: LiveServer, suffix: str) -> None:
+    """The handout's `just burst $B 12` passes the API base; it used to build /api/api/… and get 48 × 404."""
+    result = run_burst(server.url + suffix, "2", "limited")
+    assert result.returncode == 0, result.stderr
+    assert summaries(result.stdout) == {"② limited": {"200": 2}}
+    assert f"→ {server.url}/api/limited/predict" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_wrong_path_says_which_url_answered_404_and_what_to_pass_instead(server: LiveServer) -> None:
+    result = run_burst(server.url + "/lab", "12", "limited")
     assert result.returncode == 1
-    assert "Traceback" not in result.stderr and "연결하지 못했습니다" in result.stderr
-    assert table_indexes(result.stdout) == [1, 2, 3]
-    assert summaries(result.stdout) == {"① naive": {"error": 3}}
+    assert "Traceback" not in result.stderr
+    assert f"{server.url}/lab/api/samples" in result.stderr and "404" in result.stderr
+    assert f"{server.url}/api" in result.stderr.replace(f"{server.url}/lab", "")  # the suggestion, not the echo
+    assert table_indexes(result.stdout) == []  # nothing fired: no wall of 404 rows
+
+
+def test_an_unreachable_box_says_which_url_was_tried_and_fires_nothing() -> None:
+    nobody = f"http://127.0.0.1:{free_port()}"
+    result = run_burst(nobody + "/api", "3", "naive")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"{nobody}/api/samples 에 연결하지 못했습니다" in result.stderr and f"{nobody}/api" in result.stderr
+    assert table_indexes(result.stdout) == []
+
+
+def test_connection_errors_during_a_burst_are_counted_not_raised(burst: ModuleType) -> None:
+    rows = burst.fire_burst(f"http://127.0.0.1:{free_port()}/api", "naive", ["a", "b", "c"], timeout_s=5)
+    assert [r.status for r in rows] == [None, None, None] and all(r.error for r in rows)
+    assert burst.summarize("naive", rows).counts == {"error": 3}
+
+
+def test_box_root_accepts_the_root_or_the_api_base(burst: ModuleType) -> None:
+    for typed in [
+        "http://box:8000",
+        "http://box:8000/",
+        "http://box:8000/api",
+        "http://box:8000/api/",
+        " http://box:8000// ",
+    ]:
+        assert burst.box_root(typed) == "http://box:8000", typed
+    assert burst.box_root("https://lab.example/review/api") == "https://lab.example/review"
+    assert burst.box_root("http://box:8000/apis") == "http://box:8000/apis"  # only a whole /api segment
+
+
+def is_python39(executable: str) -> bool:
+    """A real 3.9 interpreter (a pyenv shim without that version selected answers 127)."""
+    check = "import sys; sys.exit(sys.version_info[:2] != (3, 9))"
+    if not executable:
+        return False
+    return subprocess.run([executable, "-c", check], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.slow
+def test_runs_on_the_oldest_python_a_students_mac_may_have(server: LiveServer) -> None:
+    """burst.py promises Python 3.9+ with the standard library only: run it there for real."""
+    python39 = next(filter(is_python39, [*map(str, PYENV_39), shutil.which("python3.9") or ""]), None)
+    if python39 is None:
+        pytest.skip("no Python 3.9 on this machine (pyenv install 3.9 to run this test)")
+    result = subprocess.run(
+        [python39, "-I", str(BURST_PY), server.url + "/api", "2", "tickets"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert summaries(result.stdout) == {"④ tickets": {"202": 2}}
 
 
 def test_bad_arguments_are_refused_with_usage() -> None:
@@ -130,3 +199,11 @@ def test_server_timing_and_quantiles_match_the_page(burst: ModuleType) -> None:
     assert burst.quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
     assert burst.quantile([float(v) for v in range(1, 21)], 0.95) == 19.0
     assert burst.quantile([], 0.5) is None
+
+
+def test_a_done_ticket_names_its_top_topic_in_the_handout_shape_and_the_old_one(burst: ModuleType) -> None:
+    topics = [{"id": "kind", "label": "친절", "score": 0.9}, {"id": "price", "label": "가격", "score": 0.1}]
+    for result in ({"topics": topics}, topics):  # {"topics": [...]} as the handout shows; a bare list from older boxes
+        row = burst.Row(index=1, path="tickets", text="a")
+        burst._finish_ticket(row, {"status": "done", "result": result, "waited_ms": 5.0, "inference_ms": 20.0}, None)
+        assert (row.job_status, row.top_topic, row.actual_s) == ("done", "친절", 0.025)

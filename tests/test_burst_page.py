@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
 
 from tests.server import ROOT, LiveServer, live_server, slowed
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -51,7 +51,7 @@ Row = dict[str, Any]
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI: `just test` installs it (_system-deps)")
+            pytest.fail(f"{CHROMIUM} is missing in CI: `just setup` installs it")
         pytest.skip(f"{CHROMIUM} is not installed")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -163,7 +163,7 @@ def assert_bars_follow_server_timing(rows: list[Row]) -> None:
 
 def test_page_shows_random_weights_banner_live_box_and_links(page: Page) -> None:
     assert page.is_visible("#weights-banner")
-    assert "의미가 없습니다" in page.inner_text("#weights-banner")
+    assert "의미 없음" in page.inner_text("#weights-banner")
     page.wait_for_function("document.getElementById('box-updated').textContent === '실시간'")
     assert "MiB" in page.inner_text("#box-memory")
     assert page.inner_text("#box-seats").startswith("0 / 5")
@@ -252,12 +252,16 @@ def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callab
         fire(path)
     page.reload()
     cards = page.eval_on_selector_all(
-        "#compare-cards .compare-card:not(.empty)", "cards => cards.map((c) => [c.dataset.path, c.innerText])"
+        "#compare-cards .compare-card[data-mode=distinct]", "cards => cards.map((c) => [c.dataset.key, c.innerText])"
     )
-    assert [path for path, _ in cards] == ["naive", "limited", "batched", "tickets"]
+    paths = ("naive", "limited", "batched", "tickets")
+    assert [key for key, _ in cards] == [f"{path}|distinct|{BURST}" for path in paths]
     shown = dict(cards)
-    assert "200×5 429×7" in shown["limited"] and "202×12" in shown["tickets"]
-    assert page.locator("#compare-chart svg rect").count() == 8  # p50 and p95 for each of the four
+    assert "200×5 429×7" in shown[f"limited|distinct|{BURST}"] and "202×12" in shown[f"tickets|distinct|{BURST}"]
+    # Every request of every saved burst is one line on the shared time axis.
+    saved = page.evaluate("Object.values(JSON.parse(localStorage.getItem('review-lab.last-bursts.v2')))")
+    drawn = page.locator("#compare-chart svg line.served, #compare-chart svg line.refused").count()
+    assert drawn == sum(len(burst["rows"]) for burst in saved)
     page.check("input[name=path][value=limited]")
     restored = page.evaluate(READ_ROWS)
     assert statuses(restored) == {"200": 5, "429": 7}

@@ -3,9 +3,13 @@
 import asyncio
 
 import httpx
+import pytest
 
 from tests.server import live_server, slowed
 from tests.waiting import eventually
+
+# Starts a real uvicorn server in a subprocess.
+pytestmark = pytest.mark.slow
 
 
 def gone_total(metrics_text: str, path: str) -> float:

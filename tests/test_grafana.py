@@ -4,12 +4,16 @@ import asyncio
 import math
 import os
 
+import httpx
 import pytest
-from prometheus_client import REGISTRY, generate_latest
+from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
+from app.main import create_app
+from app.settings import Settings
 from tests.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
+from tests.fakes import GatedScorer
 from tests.prometheus import PrometheusServer, prometheus_binary, running_prometheus
 from tests.server import live_server
 from tests.traffic import BURST_SETTINGS, fire_bursts
@@ -18,8 +22,16 @@ SIXTH_STEP_PANELS = ("처리 중", "대기", "거절", "기다린 시간", "배�
 
 
 def exported_names() -> set[str]:
-    """Sample names the app serves at /metrics (histograms as _bucket/_sum/_count)."""
-    text = generate_latest(REGISTRY).decode()
+    """Sample names an app serves at /metrics (histograms as _bucket/_sum/_count), from its own registry."""
+
+    async def scrape() -> str:
+        app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+        async with LifespanManager(app) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://lab") as client:
+                return (await client.get("/metrics")).text
+
+    text = asyncio.run(scrape())
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
 

@@ -105,3 +105,32 @@ async def test_ticket_gauges_and_jobs_by_status(lab_client: LabClientFactory) ->
         assert hit.headers["X-Cache"] == "hit"
         samples = await scrape(client)
     assert samples['review_jobs{status="done"}'] == 4
+
+
+async def test_lane_busy_seconds_count_only_while_the_lane_infers(lab_client: LabClientFactory) -> None:
+    """A counter of busy seconds: rate() gives the exact utilisation, where a sampled 0/1 gauge guesses."""
+    scorer = GatedScorer()
+    async with lab_client(scorer) as client:
+        idle = (await scrape(client))["review_lane_busy_seconds_total{}"]
+        task = asyncio.create_task(client.post("/api/limited/predict", json={"text": "리뷰"}))
+        await asyncio.to_thread(scorer.wait_entered)
+        busy_1 = (await scrape(client))["review_lane_busy_seconds_total{}"]
+        busy_2 = (await scrape(client))["review_lane_busy_seconds_total{}"]
+        scorer.open()
+        assert (await task).status_code == 200
+        done_1 = (await scrape(client))["review_lane_busy_seconds_total{}"]
+        done_2 = (await scrape(client))["review_lane_busy_seconds_total{}"]
+    assert idle == 0
+    assert 0 < busy_1 <= busy_2 <= done_1  # grows while the model runs, never runs back
+    assert done_1 == done_2  # and stands still once the lane is idle
+
+
+async def test_two_apps_in_one_process_never_share_a_number(lab_client: LabClientFactory) -> None:
+    """Each app has its own registry: a refusal counted by one lab is not seen by the next."""
+    async with lab_client(GatedScorer(gated=False)) as client:
+        assert (await client.post("/api/limited/predict", json={"text": "리뷰"})).status_code == 200
+        first = await scrape(client)
+    async with lab_client(GatedScorer(gated=False)) as client:
+        second = await scrape(client)
+    assert first['review_requests_total{path="limited",status="200"}'] == 1
+    assert second['review_requests_total{path="limited",status="200"}'] == 0

@@ -11,6 +11,9 @@ from app.jobs.factory import open_store
 from tests.server import LiveServer, live_server, slowed
 from tests.waiting import eventually
 
+# Starts a real uvicorn server in a subprocess.
+pytestmark = pytest.mark.slow
+
 
 async def refuses_new_connections(url: str) -> bool:
     async with httpx.AsyncClient(base_url=url, timeout=5) as fresh:

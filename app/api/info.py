@@ -1,4 +1,4 @@
-"""What the box is doing right now: stats, the model, health."""
+"""What the box is doing right now: stats, the model, health, and the metrics Prometheus scrapes."""
 
 from typing import Any
 
@@ -7,19 +7,20 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app import metrics
 from app.api.deps import get_lab
 from app.box import report
+from app.box.state import BoxState
+from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
+from app.lab import LabSnapshot
+from app.strategies.tickets import TicketsSnapshot
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
 
 
-@router.get("/api/stats", summary="Live state of the lane, the paths and the process")
-async def stats(request: Request) -> dict[str, Any]:
-    lab = get_lab(request)
-    lane, limited, batcher = lab.lane, lab.limited, lab.batcher
-    jobs = await lab.store.counts()
+def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None) -> dict[str, Any]:
+    """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
+    lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
     return {
         "lane": {
             "busy": lane.busy,
@@ -28,10 +29,11 @@ async def stats(request: Request) -> dict[str, Any]:
             "completed": lane.completed,
             "failed": lane.failed,
             "skipped": {"gone": lane.skipped_gone, "deadline": lane.skipped_deadline},
-            "service_s_per_review": round(lane.clock.per_review_s, 4),
+            "service_s_per_review": round(lane.per_review_s, 4),
+            "busy_s": round(lane.busy_s, 3),
         },
         "paths": {
-            "naive": {"in_flight": lab.naive.in_flight, "waiting": 0},
+            "naive": {"in_flight": snap.naive.in_flight, "waiting": 0},
             "limited": {
                 "in_flight": limited.in_flight,
                 "waiting": limited.waiting,
@@ -39,30 +41,31 @@ async def stats(request: Request) -> dict[str, Any]:
                 "capacity": limited.capacity,
             },
             "batched": {
-                "in_flight": batcher.in_flight,
-                "waiting": batcher.waiting,
-                "last_batch": batcher.last_batch_size,
-                "skipped_gone": batcher.skipped_gone,
+                "in_flight": batched.in_flight,
+                "waiting": batched.waiting,
+                "last_batch": batched.last_batch_size,
+                "skipped_gone": batched.skipped_gone,
             },
             "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
         },
         "jobs": jobs,
-        "rejections": rejection_counts(),
-        "cache": {"hits": lab.cache.hits, "misses": lab.cache.misses, "size": len(lab.cache)},
+        "store": {"problem": tickets.store_problem},
+        "rejections": {
+            "naive": snap.naive.rejections,
+            "limited": limited.rejections,
+            "batched": batched.rejections,
+            "tickets": tickets.rejections,
+        },
+        "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": _process.memory_info().rss},
-        "box": report.stats(lab.settings.box_state),
+        "box": report.stats(box),
     }
 
 
-def rejection_counts() -> dict[str, dict[str, int]]:
-    """Read back from the Prometheus counter, so the page and Grafana agree."""
-    counts: dict[str, dict[str, int]] = {}
-    for metric in metrics.REJECTIONS.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total"):
-                path, reason = sample.labels["path"], sample.labels["reason"]
-                counts.setdefault(path, {})[reason] = int(sample.value)
-    return counts
+@router.get("/api/stats", summary="Live state of the lane, the paths and the process")
+async def stats(request: Request) -> dict[str, Any]:
+    lab = get_lab(request)
+    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")
@@ -90,17 +93,21 @@ async def model(request: Request) -> dict[str, Any]:
 async def health(request: Request) -> JSONResponse:
     lab = getattr(request.app.state, "lab", None)
     if lab is None or not lab.healthy:
-        return JSONResponse({"status": "unhealthy"}, status_code=503)
+        body = error_body(
+            UNHEALTHY, "The lab is not serving: starting, stopping, or its lane or ticket worker has stopped."
+        )
+        return JSONResponse({"status": "unhealthy", **body}, status_code=UNHEALTHY.status)
+    if (problem := await lab.store.check()) is not None:  # 202s would go nowhere: say so
+        body = error_body(STORE_UNAVAILABLE, f"The job store cannot keep tickets: {problem}")
+        return JSONResponse({"status": "unhealthy", "store": problem, **body}, status_code=STORE_UNAVAILABLE.status)
     return JSONResponse({"status": "healthy", "weights": lab.manifest.get("weights")})
 
 
 @router.get("/metrics", include_in_schema=False)
 async def prometheus_metrics(request: Request) -> Response:
-    """The `review_*` metrics plus the default process metrics, for Prometheus to scrape.
+    """This app's `review_*` metrics plus the process metrics, for Prometheus to scrape.
 
-    Ticket gauges are read from the job store at scrape time (see `TicketService.publish_metrics`).
+    Ticket gauges are read from the job store here, at scrape time, not between jobs.
     """
-    lab = getattr(request.app.state, "lab", None)
-    if lab is not None:
-        await lab.tickets.publish_metrics()
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    await request.app.state.collector.refresh()
+    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)

@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel
 
 from app.api.deps import get_lab
+from app.schema import limits
 from app.settings import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -39,7 +40,8 @@ def load_samples(path: Path) -> list[SampleReview]:
 async def burst_page(request: Request) -> HTMLResponse:
     """The page draws everything else from the API, so it only needs the box's own address."""
     base_url = str(request.base_url).rstrip("/")
-    return templates.TemplateResponse(request=request, name="index.html", context={"base_url": base_url})
+    context = {"base_url": base_url, "limits": limits(request.app.state.settings)}
+    return templates.TemplateResponse(request=request, name="index.html", context=context)
 
 
 @router.get("/api/samples", summary="The sample reviews the burst page and burst.py fire")

@@ -1,94 +1,88 @@
-"""Paths 1-3: the same review, scored three ways."""
+"""Paths 1-3: the same review, scored three ways, through one `serve`."""
 
 import time
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Request, Response
 
-from app import metrics
-from app.api.deps import INPUT_ERRORS, ReviewText, arrived_at, get_lab
+from app.api.deps import ReviewText, arrived_at, get_lab
 from app.disconnect import unless_client_leaves
-from app.errors import InferenceFailed, LabError
-from app.responses import PredictionOut, prediction_response
+from app.errors import ClientGone
+from app.openapi import INPUT_ERRORS, answer, answers
+from app.paths import Outcome, Path
+from app.responses import prediction_body, prediction_headers
+from app.schema import PredictionOut
 
 router = APIRouter(prefix="/api", tags=["predict"])
+PREDICTION_HEADERS = ("Server-Timing", "X-Cache")
 
 
-def cached_response(request: Request, path: str, text: str) -> JSONResponse | None:
-    ranking = get_lab(request).cache.get(text)
-    if ranking is None:
-        return None
-    metrics.CACHE_HITS.labels(path).inc()
-    return prediction_response(path, ranking, wait_s=0.0, infer_s=0.0, cache_hit=True)
+async def serve(path: Path, text: str, request: Request, response: Response) -> PredictionOut:
+    """cache → run → cache put → timings → headers, the same for every direct path.
+
+    The wait runs from the request's arrival (LabMiddleware's stamp) to the start of its inference.
+    """
+    pipeline = get_lab(request).pipeline
+    arrived = arrived_at(request)
+    handed_over = time.monotonic()
+
+    async def run() -> Outcome:
+        work = path.run(text)
+        try:
+            return await (unless_client_leaves(request, work) if path.withdrawable else work)
+        except ClientGone:
+            pipeline.client_gone(path.name)
+            raise
+
+    outcome, hit = await pipeline.through_cache(path.name, text, run)
+    if not hit:
+        outcome = Outcome(outcome.ranking, outcome.wait_s + handed_over - arrived, outcome.infer_s, outcome.batch_size)
+        pipeline.waited(path.name, outcome.wait_s)
+    response.headers.update(prediction_headers(outcome, cache_hit=hit))
+    return prediction_body(path.name, outcome, cache_hit=hit)
 
 
 @router.post(
     "/naive/predict",
     response_model=PredictionOut,
-    responses={**INPUT_ERRORS, 503: {"description": "Memory guard on and one more inference would not fit"}},
+    responses=answers(
+        answer(200, "Scored", *PREDICTION_HEADERS),
+        INPUT_ERRORS,
+        answer(503, "Memory guard on and one more inference would not fit; see Retry-After", "Retry-After"),
+    ),
     summary="① naive: infer at once",
 )
-def predict_naive(text: ReviewText, request: Request) -> JSONResponse:
+async def predict_naive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
     """Runs its own inference immediately on a server thread, beside every other request."""
-    if (hit := cached_response(request, "naive", text)) is not None:
-        return hit
-    lab = get_lab(request)
-    wait_s = time.monotonic() - arrived_at(request)
-    try:
-        ranking, infer_s = lab.naive.run(text)
-    except LabError:
-        raise
-    except Exception as exc:
-        raise InferenceFailed(f"Inference failed: {exc}") from exc
-    lab.cache.put(text, ranking)
-    metrics.WAIT_SECONDS.labels("naive").observe(wait_s)
-    metrics.INFERENCE_SECONDS.labels("naive").observe(infer_s)
-    return prediction_response("naive", ranking, wait_s=wait_s, infer_s=infer_s, cache_hit=False)
+    return await serve(get_lab(request).naive, text, request, response)
 
 
 @router.post(
     "/limited/predict",
     response_model=PredictionOut,
-    responses={
-        **INPUT_ERRORS,
-        429: {"description": "The box is full (every seat taken); see Retry-After"},
-        503: {"description": "Waited too long for the model; see Retry-After"},
-    },
-    summary="② limited: 1 in flight + 4 seats",
+    responses=answers(
+        answer(200, "Scored", *PREDICTION_HEADERS),
+        INPUT_ERRORS,
+        answer(429, "The box is full (every seat taken); see Retry-After", "Retry-After"),
+        answer(503, "Waited too long for the model ({max_wait_s} s); see Retry-After", "Retry-After"),
+    ),
+    summary="② limited: 1 in flight + {seats} seats",
 )
-async def predict_limited(text: ReviewText, request: Request) -> JSONResponse:
-    """One inference at a time plus a few waiting seats; the rest get 429 at once."""
-    if (hit := cached_response(request, "limited", text)) is not None:
-        return hit
-    lab = get_lab(request)
-    result, wait_s = await unless_client_leaves(request, "limited", lab.limited.run(text))
-    ranking = result.rankings[0]
-    lab.cache.put(text, ranking)
-    metrics.WAIT_SECONDS.labels("limited").observe(wait_s)
-    metrics.INFERENCE_SECONDS.labels("limited").observe(result.infer_s)
-    return prediction_response("limited", ranking, wait_s=wait_s, infer_s=result.infer_s, cache_hit=False)
+async def predict_limited(text: ReviewText, request: Request, response: Response) -> PredictionOut:
+    """One inference at a time plus {seats} waiting seats; the rest get 429 at once."""
+    return await serve(get_lab(request).limited, text, request, response)
 
 
 @router.post(
     "/batched/predict",
     response_model=PredictionOut,
-    responses={**INPUT_ERRORS, 429: {"description": "Predicted wait over LAB_BATCH_MAX_WAIT_S; see Retry-After"}},
+    responses=answers(
+        answer(200, "Scored", *PREDICTION_HEADERS, "X-Batch-Size"),
+        INPUT_ERRORS,
+        answer(429, "Predicted wait over LAB_BATCH_MAX_WAIT_S; see Retry-After", "Retry-After"),
+        answer(503, "The model failed on the batch"),
+    ),
     summary="③ batched: ride a shared batch",
 )
-async def predict_batched(text: ReviewText, request: Request) -> JSONResponse:
-    """Gathered with others for up to 25 ms (up to 8) and inferred as one batch."""
-    if (hit := cached_response(request, "batched", text)) is not None:
-        return hit
-    lab = get_lab(request)
-    result = await unless_client_leaves(request, "batched", lab.batcher.run(text))
-    lab.cache.put(text, result.ranking)
-    metrics.WAIT_SECONDS.labels("batched").observe(result.wait_s)
-    metrics.INFERENCE_SECONDS.labels("batched").observe(result.infer_s)
-    return prediction_response(
-        "batched",
-        result.ranking,
-        wait_s=result.wait_s,
-        infer_s=result.infer_s,
-        cache_hit=False,
-        batch_size=result.batch_size,
-    )
+async def predict_batched(text: ReviewText, request: Request, response: Response) -> PredictionOut:
+    """Gathered with others for up to {window_ms} ms (up to {batch_max}) and inferred as one batch."""
+    return await serve(get_lab(request).batcher, text, request, response)

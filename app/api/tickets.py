@@ -4,48 +4,23 @@ import json
 import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field, StrictStr
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
-from app.api.deps import INPUT_ERRORS, get_lab, review_text
-from app.jobs.models import JobStatus, WebhookState
-from app.responses import ReviewIn, server_timing
-from app.strategies.tickets import MAX_FOLLOWED_JOBS, JobMissing, JobRequest, Ticket
+from app.api.deps import get_lab
+from app.errors import JOB_NOT_FOUND, InvalidJob, error_body
+from app.jobs.models import JobStatus
+from app.openapi import INPUT_ERRORS, answer, answers
+from app.responses import server_timing
+from app.schema import MAX_FOLLOWED_JOBS, MAX_IDEMPOTENCY_KEY_CHARS, JobIn, JobOut, check_text, valid_unicode
+from app.strategies.ticket_follow import JobMissing
+from app.strategies.tickets import JobRequest, Ticket
 
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
-MAX_IDEMPOTENCY_KEY_CHARS = 200
-
-
-class JobIn(ReviewIn):
-    """A review to score later, with optional ticket options."""
-
-    webhook_url: StrictStr | None = Field(
-        None, description="POSTed a signed payload (Standard Webhooks) when the job ends; public addresses only."
-    )
-    max_time_in_queue_s: float | None = Field(
-        None, description="Expire the job if it is still queued after this many seconds (bounded by the server)."
-    )
-
-
-class JobOut(BaseModel):
-    job_id: str
-    status: JobStatus
-    position: int | None = Field(None, description="Jobs ahead of this one, the running ones included")
-    eta_seconds: float | None = Field(None, description="Estimated seconds until done, from measured service time")
-    result: list[dict[str, Any]] | None = None
-    error: str | None = None
-    waited_ms: float | None = None
-    inference_ms: float | None = None
-    attempts: int = 0
-    enqueued_at: float | None = Field(None, description="Epoch seconds")
-    started_at: float | None = None
-    finished_at: float | None = None
-    expires_at: float | None = Field(None, description="Still queued after this → expired (epoch seconds)")
-    webhook_state: WebhookState | None = None
-    webhook_attempts: int = 0
+TICKET_HEADERS = ("Location", "X-Cache", "Server-Timing", "Idempotent-Replayed")
+NO_SUCH_JOB = answer(404, "No such job")
 
 
 async def job_request(
@@ -53,7 +28,11 @@ async def job_request(
     request: Request,
     idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
 ) -> JobRequest:
-    text = await review_text(job, request)
+    text = check_text(job.text, get_lab(request).settings.max_text_chars)
+    if job.webhook_url is not None:
+        valid_unicode(job.webhook_url, "webhook_url", InvalidJob)
+    if idempotency_key is not None and not idempotency_key.strip():  # else one key shared by every client
+        raise InvalidJob("`Idempotency-Key` is empty; send a unique key (e.g. a UUID) or leave the header out.")
     return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
 
 
@@ -62,7 +41,7 @@ def eta_ms_up(seconds: float) -> float:
     return math.ceil(seconds * 1000) / 1000
 
 
-def ticket_body(ticket: Ticket) -> dict[str, Any]:
+def ticket_body(ticket: Ticket) -> JobOut:
     job = ticket.job
     return JobOut(
         job_id=job.id,
@@ -80,7 +59,7 @@ def ticket_body(ticket: Ticket) -> dict[str, Any]:
         expires_at=job.expires_at,
         webhook_state=job.webhook_state,
         webhook_attempts=job.webhook_attempts,
-    ).model_dump(mode="json")
+    )
 
 
 def ticket_headers(ticket: Ticket) -> dict[str, str]:
@@ -93,15 +72,20 @@ def ticket_headers(ticket: Ticket) -> dict[str, str]:
     return headers
 
 
+def answered(ticket: Ticket, response: Response) -> JobOut:
+    response.headers.update(ticket_headers(ticket))
+    return ticket_body(ticket)
+
+
 def sse_event(item: Ticket | JobMissing | None, event_id: int) -> str:
     """One server-sent event: `status` with the GET body as data, `missing` for a job that does not
     exist (any more), or a keep-alive comment."""
     if item is None:
         return ": still waiting\n\n"
     if isinstance(item, JobMissing):
-        missing = {"job_id": item.job_id, "error": "job_not_found", "detail": f"No job with id {item.job_id!r}."}
+        missing = {"job_id": item.job_id, **error_body(JOB_NOT_FOUND, f"No job with id {item.job_id!r}.")}
         return f"id: {event_id}\nevent: missing\ndata: {json.dumps(missing, ensure_ascii=False)}\n\n"
-    data = json.dumps(ticket_body(item), ensure_ascii=False)
+    data = json.dumps(ticket_body(item).model_dump(mode="json"), ensure_ascii=False)
     return f"id: {event_id}\nevent: status\ndata: {data}\n\n"
 
 
@@ -127,62 +111,65 @@ def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None]) -> Str
     "/jobs",
     status_code=202,
     response_model=JobOut,
-    responses={
-        **INPUT_ERRORS,
-        409: {"description": "Idempotency-Key already used with a different body"},
-        429: {"description": "Too many tickets waiting; see Retry-After"},
-    },
+    responses=answers(
+        answer(202, "A ticket: its id, position and ETA", *TICKET_HEADERS),
+        INPUT_ERRORS,
+        answer(409, "Idempotency-Key already used with a different body"),
+        answer(429, "Too many tickets waiting (over {queue_max_jobs}); see Retry-After", "Retry-After"),
+    ),
     summary="④ tickets: get a ticket at once",
 )
-async def submit_job(job: Annotated[JobRequest, Depends(job_request)], request: Request) -> JSONResponse:
+async def submit_job(job: Annotated[JobRequest, Depends(job_request)], request: Request, response: Response) -> JobOut:
     """Answers 202 at once with a ticket id, your position and an ETA; ask again later.
 
     The same `Idempotency-Key` with the same body returns the same ticket.
     """
-    ticket = await get_lab(request).tickets.submit(job)
-    return JSONResponse(ticket_body(ticket), status_code=202, headers=ticket_headers(ticket))
+    return answered(await get_lab(request).tickets.submit(job), response)
 
 
 @router.get(
-    "/jobs/{job_id}", response_model=JobOut, responses={404: {"description": "No such job"}}, summary="④ ticket status"
+    "/jobs/{job_id}",
+    response_model=JobOut,
+    responses=answers(answer(200, "How the ticket stands", *TICKET_HEADERS), NO_SUCH_JOB),
+    summary="④ ticket status",
 )
-async def get_job(job_id: str, request: Request) -> JSONResponse:
+async def get_job(job_id: str, request: Request, response: Response) -> JobOut:
     """queued (with position and ETA), running, done (with the topics), failed, expired or canceled."""
-    ticket = await get_lab(request).tickets.status(job_id)
-    return JSONResponse(ticket_body(ticket), headers=ticket_headers(ticket))
+    return answered(await get_lab(request).tickets.status(job_id), response)
 
 
 @router.delete(
     "/jobs/{job_id}",
     response_model=JobOut,
-    responses={404: {"description": "No such job"}, 409: {"description": "The job has already ended"}},
+    responses=answers(
+        answer(200, "Canceled", "Location", "X-Cache"), NO_SUCH_JOB, answer(409, "The job has already ended")
+    ),
     summary="④ cancel a ticket",
 )
-async def cancel_job(job_id: str, request: Request) -> JSONResponse:
+async def cancel_job(job_id: str, request: Request, response: Response) -> JobOut:
     """A queued job never reaches the model; a running one is marked canceled and its result discarded."""
-    ticket = await get_lab(request).tickets.cancel(job_id)
-    return JSONResponse(ticket_body(ticket), headers=ticket_headers(ticket))
+    return answered(await get_lab(request).tickets.cancel(job_id), response)
 
 
 @router.get(
     "/jobs/{job_id}/events",
-    responses={200: {"content": {"text/event-stream": {}}}, 404: {"description": "No such job"}},
+    responses=answers({200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}}, NO_SUCH_JOB),
     summary="④ follow a ticket as server-sent events",
 )
 async def job_events(job_id: str, request: Request) -> StreamingResponse:
     """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
-    tickets = get_lab(request).tickets
-    await tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
-    return sse_response(tickets.follow(job_id))
+    lab = get_lab(request)
+    await lab.tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
+    return sse_response(lab.follower.follow(job_id))
 
 
 @router.get(
     "/events",
-    responses={
-        200: {"content": {"text/event-stream": {}}},
-        404: {"description": "None of the listed jobs exists"},
-        422: {"description": f"No job_id, or more than {MAX_FOLLOWED_JOBS}"},
-    },
+    responses=answers(
+        {200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
+        answer(404, "None of the listed jobs exists"),
+        answer(422, "No job_id, or more than {max_followed}"),
+    ),
     summary="④ follow many tickets as one stream of server-sent events",
 )
 async def jobs_events(
@@ -197,4 +184,4 @@ async def jobs_events(
 
     A browser has only six connections per host: one stream per ticket would take them all.
     """
-    return sse_response(await get_lab(request).tickets.follow_many(job_id))
+    return sse_response(await get_lab(request).follower.follow_many(job_id))

@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
     parser.add_argument("--reviews", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "static" / "bench" / "batching.md")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench" / "batching.md")
     args = parser.parse_args()
 
     texts = mixed_reviews(args.reviews)

@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
     parser.add_argument("--clients", type=int, nargs="+", default=[12, 50])
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "static" / "bench")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench")
     args = parser.parse_args()
 
     samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))

@@ -2,7 +2,7 @@
 
 Each scenario starts a fresh server inside its own memory cgroup (app/bench/memcap.py),
 drives it with app/bench/load.py, and records the cgroup's peak, OOM kills and whether
-the server survived. Writes static/bench/overload.{md,json} and one PNG per scenario.
+the server survived. Writes docs/bench/overload.{md,json} and one PNG per scenario.
 Heavy: run it under `flock /tmp/lab-cpu.lock` (the recipe does).
 """
 
@@ -25,7 +25,7 @@ from app.bench.load import LoadConfig, LoadResult, Outcome, draw_chart, run_load
 from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
 from app.settings import PROJECT_ROOT, Settings
 
-OUT_DIR = PROJECT_ROOT / "static" / "bench"
+OUT_DIR = PROJECT_ROOT / "docs" / "bench"
 MIB = 2**20
 
 

@@ -3,7 +3,7 @@
 import time
 from typing import Any
 
-from prometheus_client.core import REGISTRY, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from app.box.state import BoxState
@@ -68,8 +68,8 @@ def model_info(state: BoxState | None, calibration: dict[str, Any] | None) -> di
 class BoxCollector(Collector):
     """Incarnation, uptime and deaths, read at scrape time from the state this server was started with."""
 
-    def __init__(self) -> None:
-        self.state: BoxState | None = None
+    def __init__(self, state: BoxState | None) -> None:
+        self.state = state
 
     def collect(self) -> Any:
         s = stats(self.state)
@@ -92,7 +92,3 @@ class BoxCollector(Collector):
         if state.last_death_at is not None:
             last.add_metric(["memory_cap" if state.last_death_cause == "memory_cap" else "other"], state.last_death_at)
         yield last
-
-
-COLLECTOR = BoxCollector()
-REGISTRY.register(COLLECTOR)

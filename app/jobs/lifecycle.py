@@ -41,9 +41,9 @@ def _ended(job: Job, status: JobStatus, now: float, error: str | None = None) ->
     return job
 
 
-def done(job: Job, result: list[dict[str, Any]], *, inference_ms: float, started_at: float, now: float) -> Job:
+def done(job: Job, topics: list[dict[str, Any]], *, inference_ms: float, started_at: float, now: float) -> Job:
     nxt = _next(job)
-    nxt.result, nxt.inference_ms, nxt.started_at, nxt.error = result, inference_ms, started_at, None
+    nxt.result, nxt.inference_ms, nxt.started_at, nxt.error = {"topics": topics}, inference_ms, started_at, None
     return _ended(nxt, JobStatus.DONE, now)
 
 

@@ -19,6 +19,7 @@ class MemoryJobStore:
         self._by_key: dict[str, str] = {}
         self._seq = itertools.count(1)
         self._workers: dict[str, float] = {}
+        self._version = 0
 
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         if job.idempotency_key is not None and job.idempotency_key in self._by_key:
@@ -27,7 +28,10 @@ class MemoryJobStore:
             queued = await self.queued_count()
             if queued >= max_queued:
                 raise QueueFull(queued)
+        if job.status is JobStatus.QUEUED:  # no await since the key check: nothing can slip in
+            job.ahead_at_add = sum(1 for j in self._jobs.values() if j.status in (JobStatus.QUEUED, JobStatus.RUNNING))
         job.seq = next(self._seq)
+        self._version += 1
         self._jobs[job.id] = copy.deepcopy(job)
         if job.idempotency_key is not None:
             self._by_key[job.idempotency_key] = job.id
@@ -45,12 +49,14 @@ class MemoryJobStore:
         due = [job for job in self._queued() if is_due(job, now)]
         if not due:
             return None
+        self._version += 1
         return copy.deepcopy(claimed(due[0], owner, lease_s, now))
 
     async def replace(self, job: Job, expect: Expect) -> bool:
         current = self._jobs.get(job.id)
         if current is None or not expect.holds(current, job):
             return False
+        self._version += 1
         self._jobs[job.id] = copy.deepcopy(job)
         return True
 
@@ -117,11 +123,18 @@ class MemoryJobStore:
             and (job.finished_at or job.enqueued_at) < before
             and job.webhook_state is not WebhookState.PENDING
         ]
+        self._version += len(old)
         for job in old:
             del self._jobs[job.id]
             if job.idempotency_key is not None:
                 self._by_key.pop(job.idempotency_key, None)
         return len(old)
+
+    async def version(self) -> int:
+        return self._version
+
+    async def check(self) -> str | None:
+        return None  # lives as long as the process that answers
 
     async def close(self) -> None:
         return None

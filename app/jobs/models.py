@@ -6,11 +6,15 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+# A done job's result, `{"topics": [...]}` (best first), the shape the handout and the sync
+# paths use; the same dict goes out in GET, in events and as the webhook's `output`.
+TicketResult = dict[str, list[dict[str, Any]]]
+
 
 class JobStatus(StrEnum):
     QUEUED = "queued"  # accepted, waiting for a worker (or for its retry time)
     RUNNING = "running"  # claimed by a worker under a lease
-    DONE = "done"  # finished; `result` holds the topics
+    DONE = "done"  # finished; `result` holds {"topics": [...]}
     FAILED = "failed"  # gave up; `error` says why
     EXPIRED = "expired"  # waited in the queue past its deadline; never reached the model
     CANCELED = "canceled"  # canceled by the client; a result that came late was discarded
@@ -38,10 +42,13 @@ class Job:
     started_at: float | None = None
     finished_at: float | None = None
     attempts: int = 0  # claims so far: a run lost to a crash counts too
-    result: list[dict[str, Any]] | None = None
+    result: TicketResult | None = None
     error: str | None = None
     inference_ms: float | None = None
     seq: int = 0  # place in the queue, given by the store when added
+    # Jobs queued or running when this one was added (its position in the 202), counted by
+    # the store in the same atomic step as the insert, so a burst of N gets 0..N-1, each once.
+    ahead_at_add: int | None = None
     run_at: float = 0.0  # not before this (retry backoff)
     expires_at: float | None = None  # still queued after this → expired
     owner: str | None = None  # the worker holding the lease while running
@@ -73,6 +80,8 @@ class Job:
         known = {f.name for f in fields(cls)}
         job = cls(**{k: v for k, v in data.items() if k in known})
         job.status = JobStatus(job.status)
+        if isinstance(job.result, list):  # stored before results were {"topics": [...]}
+            job.result = {"topics": job.result}
         if job.webhook_state is not None:
             job.webhook_state = WebhookState(job.webhook_state)
         return job

@@ -3,20 +3,35 @@
 Keys under one prefix (`?prefix=` in the URL, default `lab:jobs`):
 `{p}:job:{id}` hash (each field JSON), `{p}:queued` zset by seq, `{p}:running` zset by
 lease end, `{p}:finished` zset by finish time, `{p}:webhooks` zset by next delivery,
-`{p}:idem:{key}` → id, `{p}:seq`, `{p}:counts` (terminal statuses), `{p}:workers` zset.
+`{p}:idem:{key}` → id, `{p}:seq`, `{p}:counts` (terminal statuses), `{p}:workers` zset,
+`{p}:version` (grows with every change to a job, for watchers).
 Scripts build key names from the prefix, so this assumes one Redis, not a cluster.
 """
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from app.errors import StoreUnavailable
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, empty_counts, is_overdue
 
 DEFAULT_PREFIX = "lab:jobs"
+# A burst waits for a free connection instead of failing: redis-py's default pool raises
+# `Too many connections` past its cap (200 concurrent POSTs gave 150 × 500). Each command
+# holds a connection for well under a millisecond, so 64 serve hundreds of waiting requests;
+# a request that still finds none within POOL_TIMEOUT_S fails (the bound). Both can be set in
+# the URL: `redis://host:6379/0?max_connections=128&timeout=2`.
+POOL_MAX_CONNECTIONS = 64
+POOL_TIMEOUT_S = 10.0
+# /health asks Redis for a PING; longer than this is as good as no answer.
+PING_TIMEOUT_S = 2.0
 
 LUA_COMMON = """
 local prefix = ARGV[1]
@@ -49,7 +64,8 @@ end
 
 # ARGV: prefix, id, idempotency key or '', max queued or '', status, lease_until, finished_at,
 # webhook_state, webhook_next_at, then field/value pairs.
-# Returns {1, seq}, {0, id holding the key} or {2, jobs queued} when the queue is full.
+# Returns {1, seq, jobs queued or running before it}, {0, id holding the key} or {2, jobs queued}
+# when the queue is full.
 LUA_ADD = (
     LUA_COMMON
     + """
@@ -65,9 +81,15 @@ end
 local seq = redis.call('INCR', prefix .. ':seq')
 local key = jobkey(id)
 redis.call('HSET', key, 'seq', seq, unpack(ARGV, 10))
+local ahead = 0
+if ARGV[5] == 'queued' then
+  ahead = redis.call('ZCARD', prefix .. ':queued') + redis.call('ZCARD', prefix .. ':running')
+  redis.call('HSET', key, 'ahead_at_add', ahead)
+end
 if idem ~= '' then redis.call('SET', prefix .. ':idem:' .. idem, id) end
 index(id, nil, ARGV[5], seq, ARGV[6], ARGV[7], ARGV[8], ARGV[9])
-return {1, seq}
+redis.call('INCR', prefix .. ':version')
+return {1, seq, ahead}
 """
 )
 
@@ -91,6 +113,7 @@ end
 if ARGV[7] ~= '' and get(key, 'webhook_attempts') ~= tonumber(ARGV[7]) then return 0 end
 redis.call('HSET', key, unpack(ARGV, 13))
 index(id, old, new, get(key, 'seq'), ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+redis.call('INCR', prefix .. ':version')
 return 1
 """
 )
@@ -112,6 +135,7 @@ for _, id in ipairs(redis.call('ZRANGE', prefix .. ':queued', 0, tonumber(ARGV[5
       'lease_until', string.format('%.17g', lease))
     redis.call('ZREM', prefix .. ':queued', id)
     redis.call('ZADD', prefix .. ':running', lease, id)
+    redis.call('INCR', prefix .. ':version')
     return redis.call('HGETALL', key)
   end
 end
@@ -157,6 +181,7 @@ for _, id in ipairs(ids) do
   end
 end
 redis.call('ZREMRANGEBYSCORE', prefix .. ':workers', '-inf', '(' .. ARGV[2])
+if dropped > 0 then redis.call('INCRBY', prefix .. ':version', dropped) end
 return dropped
 """
 )
@@ -197,7 +222,10 @@ class RedisJobStore:
 
     def __init__(self, url: str) -> None:
         redis_url, self.prefix = split_prefix(url)
-        self._redis: Redis = Redis.from_url(redis_url, decode_responses=True)
+        pool = BlockingConnectionPool.from_url(
+            redis_url, max_connections=POOL_MAX_CONNECTIONS, timeout=POOL_TIMEOUT_S, decode_responses=True
+        )
+        self._redis: Redis = Redis.from_pool(pool)
         self._add = self._redis.register_script(LUA_ADD)
         self._replace = self._redis.register_script(LUA_REPLACE)
         self._claim = self._redis.register_script(LUA_CLAIM)
@@ -233,7 +261,10 @@ class RedisJobStore:
 
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         args = [self.prefix, job.id, job.idempotency_key or "", _text(max_queued), *self._hints(job)]
-        outcome, value = await self._add(args=[*args, *self._fields(job)])
+        try:
+            outcome, value, *ahead = await self._add(args=[*args, *self._fields(job)])
+        except (RedisConnectionError, RedisTimeoutError) as exc:  # a 503 the client can retry, not a 500
+            raise StoreUnavailable(f"the job store (Redis) does not answer: {exc}") from exc
         if outcome == 2:
             raise QueueFull(int(value))
         if outcome == 0:
@@ -241,6 +272,8 @@ class RedisJobStore:
             assert held is not None, "an idempotency key points at a job that is gone"
             return held, False
         job.seq = int(value)
+        if job.status is JobStatus.QUEUED:
+            job.ahead_at_add = int(ahead[0])
         return job, True
 
     async def get(self, job_id: str) -> Job | None:
@@ -311,6 +344,17 @@ class RedisJobStore:
 
     async def forget_finished(self, before: float) -> int:
         return int(await self._forget(args=[self.prefix, repr(before), 1000]))
+
+    async def version(self) -> int:
+        return int(await self._redis.get(self._key("version")) or 0)
+
+    async def check(self) -> str | None:
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                await self._redis.ping()
+        except (RedisError, OSError, TimeoutError) as exc:
+            return f"the job store (Redis) does not answer a PING: {type(exc).__name__}: {exc}"
+        return None
 
     async def close(self) -> None:
         await self._redis.aclose()

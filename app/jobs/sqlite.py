@@ -6,12 +6,14 @@ write runs in a `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock f
 
 import asyncio
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from app.errors import StoreUnavailable
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue
 
@@ -32,6 +34,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_webhook ON jobs (webhook_state, webhook_next_at);
 CREATE TABLE IF NOT EXISTS workers (owner TEXT PRIMARY KEY, seen_until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);
 """
 
 
@@ -45,6 +49,7 @@ class SqliteJobStore:
         self.path = path
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-jobs")
         self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None  # (device, inode) of the file we opened
 
     async def open(self) -> "SqliteJobStore":
         await self._call(self._open)
@@ -58,6 +63,27 @@ class SqliteJobStore:
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(SCHEMA)
         self._conn = conn
+        stat = os.stat(self.path)
+        self._inode = (stat.st_dev, stat.st_ino)
+
+    async def version(self) -> int:
+        def version() -> int:
+            return int(self._db.execute("SELECT value FROM meta WHERE name = 'version'").fetchone()[0])
+
+        return await self._call(version)
+
+    async def check(self) -> str | None:
+        """An open connection keeps writing to a deleted or replaced file, which nobody will
+        read again: compare the path's inode with the one opened (one stat, no thread hop)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return f"the job database {self.path} was deleted while serving; tickets would be lost"
+        except OSError as exc:
+            return f"the job database {self.path} cannot be read: {exc.strerror}"
+        if (stat.st_dev, stat.st_ino) != self._inode:
+            return f"the job database {self.path} was replaced by another file while serving; restart the box"
+        return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
@@ -110,7 +136,17 @@ class SqliteJobStore:
             row,
         )
 
+    @staticmethod
+    def _bump(db: sqlite3.Connection, changes: int = 1) -> None:
+        """Count job changes in the same transaction, for watchers on every box (not lease renewals)."""
+        if changes:
+            db.execute("UPDATE meta SET value = value + ? WHERE name = 'version'", (changes,))
+
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
+        problem = await self.check()
+        if problem is not None:  # a 202 now would be a promise no restart keeps
+            raise StoreUnavailable(problem)
+
         def add(db: sqlite3.Connection) -> tuple[Job, bool]:
             if job.idempotency_key is not None:
                 held = self._select(db, "idempotency_key = ?", (job.idempotency_key,))
@@ -120,6 +156,9 @@ class SqliteJobStore:
                 queued = int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
                 if queued >= max_queued:
                     raise QueueFull(queued)
+            if job.status is JobStatus.QUEUED:  # inside the write lock: no other insert or claim between
+                row = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()
+                job.ahead_at_add = int(row[0])
             row = self._row(job)
             cursor = db.execute(
                 "INSERT INTO jobs (id, status, idempotency_key, lease_until, finished_at, webhook_state, "
@@ -130,6 +169,7 @@ class SqliteJobStore:
             assert cursor.lastrowid is not None
             job.seq = cursor.lastrowid
             self._update(db, job)  # the doc carries its seq too
+            self._bump(db)
             return job, True
 
         return await self._call(self._write, add)
@@ -147,6 +187,7 @@ class SqliteJobStore:
             for job in self._select(db, "status = 'queued' ORDER BY seq LIMIT ?", (CLAIM_SCAN,)):
                 if is_due(job, now):
                     self._update(db, claimed(job, owner, lease_s, now))
+                    self._bump(db)
                     return job
             return None
 
@@ -158,6 +199,7 @@ class SqliteJobStore:
             if not current or not expect.holds(current[0], job):
                 return False
             self._update(db, job)
+            self._bump(db)
             return True
 
         return await self._call(self._write, replace)
@@ -246,6 +288,7 @@ class SqliteJobStore:
                 "AND (webhook_state IS NULL OR webhook_state != 'pending')",
                 (before,),
             )
+            self._bump(db, cursor.rowcount)
             return cursor.rowcount
 
         return await self._call(self._write, forget)

@@ -33,8 +33,9 @@ class Ahead:
 
 class JobStore(Protocol):
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
-        """Store a new job and give it its `seq`. If its idempotency key is already
-        held, store nothing and return the job holding it, with created = False.
+        """Store a new job and give it its `seq` and, if queued, its `ahead_at_add` (jobs queued
+        or running at that moment). If its idempotency key is already held, store nothing
+        and return the job holding it, with created = False.
         A queued job is refused with QueueFull when `max_queued` already wait: checked
         in the same atomic step as the insert, so a burst cannot slip past the cap."""
 
@@ -77,6 +78,14 @@ class JobStore(Protocol):
 
     async def forget_finished(self, before: float) -> int:
         """Drop terminal jobs finished before `before` (and their idempotency keys)."""
+
+    async def version(self) -> int:
+        """A number that grows with every change to a job (add, claim, replace, forget) by any
+        box; lease renewals do not count. One cheap read: what `StoreWatcher` polls."""
+
+    async def check(self) -> str | None:
+        """None while the store keeps what it is given; else why not, in a sentence. Cheap
+        enough for every /health: a stat of the sqlite file, a PING to Redis."""
 
     async def close(self) -> None: ...
 

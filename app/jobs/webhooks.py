@@ -6,6 +6,7 @@ derived from the job id, so every retry (and every box) sends the same one.
 
 import asyncio
 import copy
+import functools
 import ipaddress
 import json
 import logging
@@ -26,15 +27,54 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_URL_CHARS = 2000
-DUE_PER_ROUND = 20
+# Due deliveries one round looks at: those whose target is at its limit are passed over, so a
+# receiver that never answers holds back another's webhook only past this many waiting for it.
+DUE_SCAN = 200
+# Deliveries in flight at once, in all and per target (host:port): a receiver that never
+# answers holds at most PER_TARGET slots, each for `webhook_timeout_s`, and nobody else's.
+MAX_CONCURRENT = 16
+PER_TARGET = 2
+
+
+# IPv6 ranges that carry an IPv4 address in their last 32 bits (RFC 4291, 2765, 6052).
+IPV4_IN_LAST_32 = (
+    ipaddress.IPv6Network("::ffff:0:0/96"),  # IPv4-mapped
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64 well-known prefix
+)
+# Never globally reachable, whatever they embed; Python's `is_global` (3.11) misses them.
+NOT_GLOBAL_V6 = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible, deprecated (RFC 4291): nothing routes it
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # NAT64 local-use prefixes (RFC 8215): one network's own
+    ipaddress.IPv6Network("fec0::/10"),  # site-local, deprecated (RFC 3879)
+)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address this IPv6 address carries or is translated to, by each standard form:
+    mapped, translated, compatible, NAT64 well-known, 6to4 and both ends of Teredo. A connection
+    to the IPv6 address may reach any of them. (NAT64 local-use prefixes are refused whole.)"""
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in net for net in (*IPV4_IN_LAST_32, NOT_GLOBAL_V6[0])):
+        found.append(ipaddress.IPv4Address(address.packed[12:]))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
 
 
 def is_blocked(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Anything not globally routable: loopback, private, link-local (cloud metadata
-    169.254.169.254), carrier-grade NAT, reserved, multicast; IPv4 inside IPv6 too."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return not address.is_global or address.is_multicast
+    169.254.169.254), carrier-grade NAT, reserved, multicast, unspecified; and an IPv6
+    address that embeds or translates to any such IPv4 address, in every standard form."""
+    if not address.is_global or address.is_multicast:
+        return True
+    if isinstance(address, ipaddress.IPv4Address):
+        return False
+    if any(address in net for net in NOT_GLOBAL_V6):
+        return True
+    return any(is_blocked(v4) for v4 in embedded_ipv4(address))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +165,20 @@ class WebhookSigner:
         }
 
 
+def target_of(url: str) -> str:
+    """What the per-target limit counts: the host and port a delivery connects to."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    return f"{(parts.hostname or '').lower()}:{port}"
+
+
 class WebhookDispatcher:
-    """Delivers due webhooks one by one; each attempt is claimed in the store first, so two
-    boxes never send the same attempt, and a box that dies mid-send is retried later."""
+    """Delivers due webhooks concurrently, bounded in all and per target, so one slow receiver
+    cannot delay another's. Each attempt is claimed in the store first, so two boxes never send
+    the same attempt, and a box that dies (or stops) mid-send is retried later."""
 
     def __init__(
         self,
@@ -139,6 +190,8 @@ class WebhookDispatcher:
         max_attempts: int,
         backoff_s: float,
         timeout_s: float,
+        max_concurrent: int = MAX_CONCURRENT,
+        per_target: int = PER_TARGET,
     ) -> None:
         self._store = store
         self._signer = signer
@@ -148,26 +201,68 @@ class WebhookDispatcher:
         self._backoff_s = backoff_s
         self._timeout_s = timeout_s
         # No redirects (a 3xx could point inside) and no proxy from the environment.
-        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+        limits = httpx.Limits(max_connections=max_concurrent, max_keepalive_connections=max_concurrent)
+        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False, limits=limits)
+        self._max_concurrent = max_concurrent
+        self._per_target = per_target
+        self._sending: dict[str, asyncio.Task[None]] = {}  # job id → its delivery in flight
+        self._by_target: dict[str, int] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._sending)
 
     async def close(self) -> None:
+        """Stop deliveries in flight (each stays claimed and is retried after its claim lapses)."""
+        tasks = list(self._sending.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._client.aclose()
 
     async def deliver_due(self) -> int:
-        """One round: every pending delivery whose time came. Returns how many were attempted."""
-        attempted = 0
-        for job in await self._store.webhooks_due(time.time(), DUE_PER_ROUND):
-            if await self._deliver(job):
-                attempted += 1
-        return attempted
+        """One round: start a delivery for each due webhook with a free slot, without waiting
+        for any to finish. Returns how many were started."""
+        started = 0
+        for job in await self._store.webhooks_due(time.time(), DUE_SCAN):
+            if len(self._sending) >= self._max_concurrent:
+                break
+            target = target_of(job.webhook_url or "")
+            if job.id in self._sending or self._by_target.get(target, 0) >= self._per_target:
+                continue  # that receiver already has its share; others go ahead of it
+            claim = await self._claim(job)
+            if claim is None:
+                continue
+            self._by_target[target] = self._by_target.get(target, 0) + 1
+            task = asyncio.get_running_loop().create_task(self._deliver(claim), name=f"webhook-{job.id[:8]}")
+            self._sending[job.id] = task
+            task.add_done_callback(functools.partial(self._sent, job.id, target))
+            started += 1
+        return started
 
-    async def _deliver(self, job: Job) -> bool:
+    def _sent(self, job_id: str, target: str, _: "asyncio.Task[None]") -> None:
+        self._sending.pop(job_id, None)
+        self._by_target[target] -= 1
+        if not self._by_target[target]:
+            del self._by_target[target]
+
+    async def _claim(self, job: Job) -> Job | None:
+        """Take this attempt in the store; None if another box took it first."""
         claim = copy.deepcopy(job)
         claim.webhook_attempts += 1
         # If this box dies mid-send, the attempt is due again once this passes.
         claim.webhook_next_at = time.time() + self._timeout_s + 5.0
         if not await self._store.replace(claim, Expect(job.status, webhook_attempts=job.webhook_attempts)):
-            return False  # another box took this attempt
+            return None
+        return claim
+
+    async def _deliver(self, claim: Job) -> None:
+        try:
+            await self._attempt(claim)
+        except Exception:  # a store hiccup: the claim lapses and the attempt is retried
+            log.exception("webhook for job %s: recording the attempt failed", claim.id)
+
+    async def _attempt(self, claim: Job) -> None:
         error = await self.send(claim)
         outcome = copy.deepcopy(claim)
         outcome.webhook_error = error
@@ -179,9 +274,8 @@ class WebhookDispatcher:
             delay = self._backoff_s * 2 ** (claim.webhook_attempts - 1)
             outcome.webhook_next_at = time.time() + delay
         if error is not None:
-            log.warning("webhook for job %s, attempt %d: %s", job.id, claim.webhook_attempts, error)
-        await self._store.replace(outcome, Expect(job.status, webhook_attempts=claim.webhook_attempts))
-        return True
+            log.warning("webhook for job %s, attempt %d: %s", claim.id, claim.webhook_attempts, error)
+        await self._store.replace(outcome, Expect(claim.status, webhook_attempts=claim.webhook_attempts))
 
     async def send(self, job: Job) -> str | None:
         """POST the signed payload; None on 2xx, else the reason (the guard runs again here)."""

@@ -5,26 +5,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app import metrics
 from app.errors import BoxFull, InferenceFailed
 from app.lane import InferenceLane
-from app.model import Ranking
+from app.paths import Outcome
+from app.tally import BATCH_SIZE_BUCKETS, Tally, TallySnapshot
 
 PATH = "batched"
 
 
 @dataclass(frozen=True, slots=True)
-class BatchedResult:
-    ranking: Ranking
-    batch_size: int
-    wait_s: float
-    infer_s: float
+class BatcherSnapshot:
+    in_flight: int
+    waiting: int
+    last_batch_size: int
+    skipped_gone: int
+    closed: dict[str, int]  # batches formed, by why they closed
+    sizes: TallySnapshot
+    rejections: dict[str, int]
 
 
 @dataclass(slots=True)
 class _Waiter:
     text: str
-    future: "asyncio.Future[BatchedResult]"
+    future: "asyncio.Future[Outcome]"
     arrived: float = field(default_factory=time.monotonic)
 
 
@@ -40,6 +43,9 @@ class MicroBatcher:
     (429 + Retry-After) instead of joining a queue that only grows; 0 admits everyone.
     """
 
+    name = PATH
+    withdrawable = True
+
     def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int, max_wait_s: float = 0.0) -> None:
         self._lane = lane
         self._window_s = window_s
@@ -52,6 +58,9 @@ class MicroBatcher:
         self.in_flight = 0  # of those, the ones the lane is inferring now
         self.last_batch_size = 0
         self.skipped_gone = 0
+        self._closed = {"full": 0, "timer": 0}
+        self._sizes = Tally(BATCH_SIZE_BUCKETS)
+        self._refused = {"queue_too_long": 0}
 
     @property
     def gathering(self) -> int:
@@ -64,15 +73,26 @@ class MicroBatcher:
 
     def predicted_wait_s(self) -> float:
         """The lane's backlog plus the open batch, at the measured seconds per review."""
-        return self._lane.backlog_s() + len(self._open) * self._lane.clock.per_review_s
+        return self._lane.room.after_reviews(len(self._open))
 
-    async def run(self, text: str) -> BatchedResult:
+    def snapshot(self) -> BatcherSnapshot:
+        return BatcherSnapshot(
+            self.in_flight,
+            self.waiting,
+            self.last_batch_size,
+            self.skipped_gone,
+            dict(self._closed),
+            self._sizes.snapshot(),
+            dict(self._refused),
+        )
+
+    async def run(self, text: str) -> Outcome:
         if self._max_wait_s > 0 and (predicted := self.predicted_wait_s()) > self._max_wait_s:
-            metrics.REJECTIONS.labels(PATH, "queue_too_long").inc()
+            self._refused["queue_too_long"] += 1
             raise BoxFull(
                 f"Batches already queued would make you wait about {predicted:.0f} s "
                 f"(limit {self._max_wait_s:g} s). Try again later.",
-                predicted - self._max_wait_s + self._lane.clock.per_review_s,
+                predicted - self._max_wait_s + self._lane.room.per_review_s,
             )
         loop = asyncio.get_running_loop()
         waiter = _Waiter(text, loop.create_future())
@@ -92,13 +112,12 @@ class MicroBatcher:
         gone = len(self._open) - len(batch)
         if gone:
             self.skipped_gone += gone
-            metrics.LANE_SKIPPED.labels("gone").inc(gone)
         self._open = []
         if not batch:
             self._publish()
             return
-        metrics.BATCHES_CLOSED.labels(reason).inc()
-        metrics.BATCH_SIZE.observe(len(batch))
+        self._closed[reason] = self._closed.get(reason, 0) + 1
+        self._sizes.observe(len(batch))
         task = asyncio.get_running_loop().create_task(self._infer(batch), name=f"batch-{reason}")
         self._running.add(task)
         task.add_done_callback(self._running.discard)
@@ -148,7 +167,7 @@ class MicroBatcher:
         for w, ranking in zip(batch, result.rankings, strict=True):
             if not w.future.done():
                 wait_s = result.started_at - w.arrived
-                w.future.set_result(BatchedResult(ranking, len(batch), wait_s, result.infer_s))
+                w.future.set_result(Outcome(ranking, wait_s, result.infer_s, len(batch)))
 
     @staticmethod
     def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
@@ -156,5 +175,4 @@ class MicroBatcher:
         loop.call_soon_threadsafe(callback)
 
     def _publish(self) -> None:
-        metrics.IN_FLIGHT.labels(PATH).set(self.in_flight)
-        metrics.WAITING.labels(PATH).set(self.waiting)
+        """Gauges are read at scrape time (snapshot); kept as the hook where state changes."""

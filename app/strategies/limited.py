@@ -2,12 +2,22 @@
 
 import asyncio
 import time
+from dataclasses import dataclass
 
-from app import metrics
 from app.errors import BoxFull, InferenceFailed, WaitedTooLong
-from app.lane import DeadlinePassed, InferenceLane, LaneResult
+from app.lane import DeadlinePassed, InferenceLane
+from app.paths import Outcome
 
 PATH = "limited"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatsSnapshot:
+    in_flight: int
+    waiting: int
+    admitted: int
+    capacity: int
+    rejections: dict[str, int]
 
 
 class SeatGate:
@@ -17,6 +27,9 @@ class SeatGate:
     inference, i.e. when every seat will be free again, so the hint tracks reality.
     """
 
+    name = PATH
+    withdrawable = True
+
     def __init__(self, lane: InferenceLane, *, seats: int, max_wait_s: float) -> None:
         self._lane = lane
         self._seats = seats
@@ -24,6 +37,7 @@ class SeatGate:
         self._slot = asyncio.Semaphore(1)
         self._admitted = 0
         self._in_flight = 0
+        self._refused = {"seats_full": 0, "waited_too_long": 0}
 
     @property
     def capacity(self) -> int:
@@ -42,12 +56,15 @@ class SeatGate:
         return self._admitted - self._in_flight
 
     def retry_after_s(self) -> float:
-        return self._lane.backlog_s() + self.waiting * self._lane.clock.per_review_s
+        return self._lane.room.after_reviews(self.waiting)
 
-    async def run(self, text: str) -> tuple[LaneResult, float]:
-        """Infer one review; returns the lane result and the total wait before inference."""
+    def snapshot(self) -> SeatsSnapshot:
+        return SeatsSnapshot(self._in_flight, self.waiting, self._admitted, self.capacity, dict(self._refused))
+
+    async def run(self, text: str) -> Outcome:
+        """Infer one review; the wait runs from this call to the start of its inference."""
         if self._admitted >= self.capacity:
-            metrics.REJECTIONS.labels(PATH, "seats_full").inc()
+            self._refused["seats_full"] += 1
             raise BoxFull(
                 f"The box is full: 1 in flight and {self._seats} seats taken. Try again later.",
                 self.retry_after_s(),
@@ -55,7 +72,6 @@ class SeatGate:
         arrived = time.monotonic()
         deadline = arrived + self._max_wait_s
         self._admitted += 1
-        self._publish()
         try:
             try:
                 async with asyncio.timeout(self._max_wait_s):
@@ -63,7 +79,6 @@ class SeatGate:
             except TimeoutError:
                 raise self._waited_too_long() from None
             self._in_flight += 1
-            self._publish()
             try:
                 result = await self._lane.run([text], deadline=deadline)
             except DeadlinePassed:
@@ -75,15 +90,10 @@ class SeatGate:
                 self._slot.release()
         finally:
             self._admitted -= 1
-            self._publish()
-        return result, result.started_at - arrived
-
-    def _publish(self) -> None:
-        metrics.IN_FLIGHT.labels(PATH).set(self._in_flight)
-        metrics.WAITING.labels(PATH).set(self.waiting)
+        return Outcome(result.rankings[0], result.started_at - arrived, result.infer_s)
 
     def _waited_too_long(self) -> WaitedTooLong:
-        metrics.REJECTIONS.labels(PATH, "waited_too_long").inc()
+        self._refused["waited_too_long"] += 1
         return WaitedTooLong(
             f"Waited more than {self._max_wait_s:g} s for the model; the box is overloaded.",
             self.retry_after_s(),

@@ -2,21 +2,34 @@
 
 import threading
 import time
+from dataclasses import dataclass
 
-from app import metrics
+import anyio.to_thread
+
+from app.errors import InferenceFailed, LabError
 from app.memory_guard import MemoryGuard
-from app.model import Ranking, Scorer
+from app.model import Scorer
+from app.paths import Outcome
 
 PATH = "naive"
 
 
+@dataclass(frozen=True, slots=True)
+class NaiveSnapshot:
+    in_flight: int
+    rejections: dict[str, int]
+
+
 class NaiveRunner:
-    """Calls the model directly from whatever thread the server gave the request.
+    """Calls the model directly on a server thread (the pool sync endpoints use, 40 threads).
 
     No lane, no limit: twelve requests mean twelve inferences fighting for the CPU and
     twelve sets of activations in memory at once. That is the lesson. An optional
     MemoryGuard (off by default) refuses the inference that would not fit in memory.
     """
+
+    name = PATH
+    withdrawable = False  # a thread cannot be stopped mid-inference
 
     def __init__(self, scorer: Scorer, guard: MemoryGuard | None = None) -> None:
         self._scorer = scorer
@@ -24,27 +37,40 @@ class NaiveRunner:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.last_infer_s = 1.0
+        self._refused = 0
 
-    def run(self, text: str) -> tuple[Ranking, float]:
+    async def run(self, text: str) -> Outcome:
+        """`wait_s` is the time spent waiting for a server thread."""
+        called = time.monotonic()
+        return await anyio.to_thread.run_sync(self._run, text, called)
+
+    def _run(self, text: str, called: float) -> Outcome:
         promised = 0
         if self._guard is not None:
             try:
                 promised = self._guard.reserve(text, retry_after_s=self.last_infer_s)
             except Exception:
-                metrics.REJECTIONS.labels(PATH, "memory_would_not_fit").inc()
+                with self._lock:
+                    self._refused += 1
                 raise
         with self._lock:
             self.in_flight += 1
-            metrics.IN_FLIGHT.labels(PATH).set(self.in_flight)
         started = time.monotonic()
         try:
             (ranking,) = self._scorer.score([text])
+        except LabError:
+            raise
+        except Exception as exc:
+            raise InferenceFailed(f"Inference failed: {exc}") from exc
         finally:
             with self._lock:
                 self.in_flight -= 1
-                metrics.IN_FLIGHT.labels(PATH).set(self.in_flight)
             if self._guard is not None:
                 self._guard.release(promised)
         infer_s = time.monotonic() - started
         self.last_infer_s = infer_s
-        return ranking, infer_s
+        return Outcome(ranking, started - called, infer_s)
+
+    def snapshot(self) -> NaiveSnapshot:
+        with self._lock:
+            return NaiveSnapshot(self.in_flight, {"memory_would_not_fit": self._refused})

@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from app.schema import VISIBLE_PATTERN
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -92,7 +93,8 @@ async def test_openapi_states_the_text_contract(lab_client: LabClientFactory) ->
     for model in ("ReviewIn", "JobIn"):
         text = documented["components"]["schemas"][model]["properties"]["text"]
         assert text["maxLength"] == 123
-        assert text["pattern"] == r"\S"
+        # "At least one visible character", the same class the server checks (app/schema.py).
+        assert text["pattern"] == VISIBLE_PATTERN
 
 
 async def test_openapi_states_the_ticket_queue_time_bounds(lab_client: LabClientFactory) -> None:

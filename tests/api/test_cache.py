@@ -35,5 +35,5 @@ async def test_ticket_for_a_cached_review_is_done_at_once(lab_client: LabClientF
     assert again.status_code == 202
     assert again.headers["X-Cache"] == "hit"
     assert again.json()["status"] == "done"
-    assert again.json()["result"][0]["id"] == "echo:커피가 맛있어요"
+    assert again.json()["result"]["topics"][0]["id"] == "echo:커피가 맛있어요"
     assert len(scorer.calls) == 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp, Message
 
 from app.main import create_app
@@ -22,6 +22,7 @@ from tests.waiting import eventually
 class Lab:
     app: ASGIApp
     client: httpx.AsyncClient
+    registry: CollectorRegistry  # this app's own metrics
 
     async def stats(self) -> dict[str, Any]:
         body: dict[str, Any] = (await self.client.get("/api/stats")).json()
@@ -35,7 +36,7 @@ async def running_lab(scorer: GatedScorer, **overrides: Any) -> AsyncIterator[La
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://lab", timeout=30) as client:
-            yield Lab(manager.app, client)
+            yield Lab(manager.app, client, app.state.registry)
 
 
 async def post_then_hang_up(app: ASGIApp, path: str, text: str, hang_up: asyncio.Event) -> int:
@@ -74,8 +75,9 @@ async def post_then_hang_up(app: ASGIApp, path: str, text: str, hang_up: asyncio
     return statuses[0]
 
 
-def gone_count(path: str) -> float:
-    return REGISTRY.get_sample_value("review_client_gone_total", {"path": path}) or 0.0
+def gone_count(lab: Lab, path: str) -> float:
+    """Read from the app's own registry (each app has one), not the process-wide default."""
+    return lab.registry.get_sample_value("review_client_gone_total", {"path": path}) or 0.0
 
 
 async def test_limited_client_leaving_its_seat_is_never_inferred() -> None:
@@ -84,7 +86,7 @@ async def test_limited_client_leaving_its_seat_is_never_inferred() -> None:
         first = asyncio.create_task(lab.client.post("/api/limited/predict", json={"text": "먼저 온 리뷰"}))
         await asyncio.to_thread(scorer.wait_entered)
         hang_up = asyncio.Event()
-        before = gone_count("limited")
+        before = gone_count(lab, "limited")
         leaver = asyncio.create_task(post_then_hang_up(lab.app, "/api/limited/predict", "떠난 손님", hang_up))
 
         async def seated() -> bool:
@@ -93,11 +95,12 @@ async def test_limited_client_leaving_its_seat_is_never_inferred() -> None:
         await eventually(seated)
         hang_up.set()
         assert await leaver == 499
+        gone_after = gone_count(lab, "limited")  # the app's registry is read while the lab runs
         assert (await lab.stats())["paths"]["limited"]["seats_taken"] == 1
         scorer.open()
         assert (await first).status_code == 200
     assert scorer.calls == [["먼저 온 리뷰"]]
-    assert gone_count("limited") == before + 1
+    assert gone_after == before + 1
 
 
 async def test_limited_client_leaving_the_lane_queue_is_skipped_by_the_lane() -> None:
@@ -129,7 +132,7 @@ async def test_batched_client_leaving_an_open_batch_is_left_out() -> None:
     # Only a full batch of three can close: the leaver sits in the open batch until then.
     async with running_lab(scorer, batch_window_s=60.0, batch_max=3) as lab:
         hang_up = asyncio.Event()
-        before = gone_count("batched")
+        before = gone_count(lab, "batched")
         leaver = asyncio.create_task(post_then_hang_up(lab.app, "/api/batched/predict", "떠난 손님", hang_up))
 
         async def gathering() -> bool:
@@ -142,11 +145,12 @@ async def test_batched_client_leaving_an_open_batch_is_left_out() -> None:
             *(lab.client.post("/api/batched/predict", json={"text": t}) for t in ("남은 손님 1", "남은 손님 2"))
         )
         stats = await lab.stats()
+        gone_after = gone_count(lab, "batched")
     assert [r.status_code for r in stayers] == [200, 200]
     assert {r.headers["X-Batch-Size"] for r in stayers} == {"2"}
     assert scorer.calls == [["남은 손님 1", "남은 손님 2"]]
     assert stats["paths"]["batched"]["skipped_gone"] == 1
-    assert gone_count("batched") == before + 1
+    assert gone_after == before + 1
 
 
 async def test_batched_closed_batch_whose_clients_all_left_is_withdrawn_from_the_lane() -> None:

@@ -6,9 +6,8 @@ the queue-time bounds it first caught as "schema-valid but refused" are document
 
 Not checked, on purpose: (1) whether every schema-valid request is accepted: some refusals
 depend on the box, not the schema (a webhook URL when the operator set no LAB_WEBHOOK_SECRET,
-or one that is not a public address), and they are clear 422s; (2) whether a 405's `Allow`
-lists every method of a path: Starlette answers 405 from the first route that matches, so GET
-and DELETE on /api/queue/jobs/{id}, two routes, say `Allow: GET`.
+or one that is not a public address), and they are clear 422s. A 405's `Allow` lists every
+method of a path (app/failures.py unites the routes), so that check runs too.
 """
 
 import tempfile
@@ -17,7 +16,7 @@ from typing import Any
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import Case
-from schemathesis.specs.openapi.checks import allow_header_conformance, positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app.lab import Lab
 from app.main import create_app
@@ -38,6 +37,6 @@ schema = schemathesis.openapi.from_asgi("/api/openapi.json", app)
 def test_api_never_answers_500_and_the_lane_lives(case: Case[Any]) -> None:
     response = case.call()
     assert response.status_code < 500 or response.status_code == 503, (response.status_code, response.text)
-    case.validate_response(response, excluded_checks=[allow_header_conformance, positive_data_acceptance])
+    case.validate_response(response, excluded_checks=[positive_data_acceptance])
     lab: Lab = app.state.lab
-    assert lab.lane.alive and lab.tickets.worker_alive
+    assert lab.lane.alive and lab.worker.alive

@@ -19,8 +19,8 @@ STORE_KINDS = ["memory", "sqlite", "redis"]
 StoreOpener = Callable[[], Awaitable[JobStore]]
 
 
-async def drop_redis_prefix(prefix: str) -> None:
-    redis = Redis.from_url(REDIS_URL)
+async def drop_redis_prefix(prefix: str, url: str = REDIS_URL) -> None:
+    redis = Redis.from_url(url)
     try:
         keys = [key async for key in redis.scan_iter(match=f"{prefix}:*", count=500)]
         if keys:

@@ -52,3 +52,53 @@ async def webhook_receiver(answers: list[int] | None = None) -> AsyncIterator[We
     receiver.port = server.sockets[0].getsockname()[1]
     async with server:
         yield receiver
+
+
+@dataclass
+class SilentReceiver:
+    """Reads each webhook POST and never answers (until the test ends): the receiver that once
+    held up every other client's webhook behind its timeouts."""
+
+    port: int = 0
+    received: int = 0
+    open_now: int = 0
+    most_open: int = 0
+    _hang_up: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/slow"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open_now += 1
+        self.most_open = max(self.most_open, self.open_now)
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ),
+                0,
+            )
+            await reader.readexactly(length)
+            self.received += 1
+            await self._hang_up.wait()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the sender gave up first
+        finally:
+            self.open_now -= 1
+            writer.close()
+
+
+@asynccontextmanager
+async def silent_receiver() -> AsyncIterator[SilentReceiver]:
+    receiver = SilentReceiver()
+    server = await asyncio.start_server(receiver._handle, "127.0.0.1", 0)
+    receiver.port = server.sockets[0].getsockname()[1]
+    try:
+        async with server:
+            yield receiver
+    finally:
+        receiver._hang_up.set()

@@ -75,7 +75,11 @@ async def test_replace_is_conditional_on_status_owner_and_attempt(store: JobStor
     await add(store, "리뷰")
     job = await store.claim_next("box-a", LEASE_S, time.time())
     assert job is not None
-    job.status, job.finished_at, job.result = JobStatus.DONE, time.time(), [{"id": "x", "label": "y", "score": 1.0}]
+    job.status, job.finished_at, job.result = (
+        JobStatus.DONE,
+        time.time(),
+        {"topics": [{"id": "x", "label": "y", "score": 1.0}]},
+    )
     assert not await store.replace(job, Expect(JobStatus.RUNNING, owner="box-b", attempts=1))
     assert not await store.replace(job, Expect(JobStatus.RUNNING, owner="box-a", attempts=2))
     assert not await store.replace(job, Expect(JobStatus.QUEUED))

@@ -7,9 +7,11 @@ import pytest
 
 from app.cache import ResultCache
 from app.jobs.memory import MemoryJobStore
+from app.lab import build_tickets
 from app.lane import InferenceLane
+from app.paths import Pipeline
 from app.settings import Settings
-from app.strategies.tickets import JobRequest, TicketService
+from app.strategies.tickets import JobRequest
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.waiting import eventually
@@ -41,7 +43,7 @@ async def test_tickets_positions_count_up_and_all_jobs_finish(lab_client: LabCli
         done = [(await client.get(f"/api/queue/jobs/{b['job_id']}")).json() for b in bodies]
     assert scorer.calls == [[f"리뷰 {i}"] for i in range(6)]
     for i, job in enumerate(done):
-        assert job["result"][0]["id"] == f"echo:리뷰 {i}"
+        assert job["result"]["topics"][0]["id"] == f"echo:리뷰 {i}"
         assert job["waited_ms"] >= 0 and job["inference_ms"] >= 0
 
 
@@ -90,7 +92,7 @@ async def eta_behind(first: str) -> float:
     for chars in (20, 80, 150, 300):
         lane.clock.observe(0.5 + 0.01 * chars, 1, chars)
     store = MemoryJobStore()
-    service = TicketService(store, lane, ResultCache(maxsize=16, ttl_s=60), Settings(warmup=False))
+    service = build_tickets(Settings(warmup=False), store, lane, Pipeline(ResultCache(maxsize=16, ttl_s=60))).service
     await service.submit(JobRequest(first))
     ticket = await service.submit(JobRequest("짧은 리뷰"))
     assert ticket.position == 1 and ticket.eta_seconds is not None

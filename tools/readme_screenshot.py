@@ -1,9 +1,9 @@
 """Regenerates the README's burst-page screenshot: a real burst of 12 on path 2 against the twin.
 
-Not a test (nothing asserts here); it lives beside the browser tests because it drives the
-same Chromium the same way. Heavy (the twin infers ~1 s per review), so take the CPU lock:
+Not a test (nothing asserts here); it drives the same Chromium the same way as the browser
+tests, whose launch settings it imports. Heavy (the twin infers ~1 s per review), so take the CPU lock:
 
-    flock /tmp/lab-cpu.lock .venv/bin/python -m tests.readme_screenshot [MODEL_DIR]
+    flock /tmp/lab-cpu.lock .venv/bin/python -m tools.readme_screenshot [MODEL_DIR]
 """
 
 import io
@@ -17,7 +17,7 @@ from tests.server import ROOT, live_server
 from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
-OUTPUT = ROOT / "static" / "img" / "burst-limited.png"
+OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"
 
 
 def main(model_dir: Path) -> None:

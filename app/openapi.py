@@ -1,0 +1,89 @@
+"""What the OpenAPI document declares beyond the models: answers with their bodies and headers, and the limits.
+
+Routes declare their answers with `answer(...)`; `document` fills in, once per app, the numbers
+that come from Settings (text length, queue-time bounds, `{seats}` and friends in summaries).
+"""
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from app.schema import MIN_TIME_IN_QUEUE_S, ErrorOut, quoted
+from app.settings import Settings
+
+HEADERS: dict[str, dict[str, Any]] = {
+    "Server-Timing": {
+        "description": "`wait;dur=<ms>, infer;dur=<ms>`: the page draws its timing bars from these.",
+        "schema": {"type": "string"},
+    },
+    "X-Cache": {"description": "`hit` (answered from the result cache) or `miss`.", "schema": {"type": "string"}},
+    "X-Batch-Size": {"description": "Reviews inferred together in this batch (③).", "schema": {"type": "integer"}},
+    "Retry-After": {
+        "description": "Whole seconds until there is likely room, from measured service time.",
+        "schema": {"type": "integer"},
+    },
+    "Location": {
+        "description": "The ticket's URL: poll it, follow its /events, or DELETE it.",
+        "schema": {"type": "string"},
+    },
+    "Idempotent-Replayed": {
+        "description": "`true` when this answer replays an earlier request with the same Idempotency-Key.",
+        "schema": {"type": "string"},
+    },
+}
+
+
+def headers(*names: str) -> dict[str, dict[str, Any]]:
+    return {name: HEADERS[name] for name in names}
+
+
+def answer(status: int, description: str, *header_names: str) -> dict[int | str, dict[str, Any]]:
+    """One documented answer: an error (>= 400) carries the one error body."""
+    declared: dict[str, Any] = {"description": description}
+    if status >= 400:
+        declared["model"] = ErrorOut
+    if header_names:
+        declared["headers"] = headers(*header_names)
+    return {status: declared}
+
+
+def answers(*parts: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    merged: dict[int | str, dict[str, Any]] = {}
+    for part in parts:
+        merged.update(part)
+    return merged
+
+
+INPUT_ERRORS = answers(
+    answer(400, "Body could not be decoded (not UTF-8)"),
+    answer(413, "Body over the size cap"),
+    answer(422, "Blank, invisible, overlong or malformed review (see `fields` for schema problems)"),
+)
+
+
+def document(app: FastAPI, settings: Settings) -> None:
+    """Put the configured limits into the OpenAPI document, so clients and fuzzers see the real contract."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            models = schema["components"]["schemas"]
+            for name in ("ReviewIn", "JobIn"):
+                if name in models:
+                    models[name]["properties"]["text"]["maxLength"] = settings.max_text_chars
+            bound = models.get("JobIn", {}).get("properties", {}).get("max_time_in_queue_s")
+            if bound is not None:
+                bound["minimum"] = MIN_TIME_IN_QUEUE_S
+                bound["maximum"] = settings.job_max_time_in_queue_cap_s
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    for key in ("summary", "description"):
+                        if key in operation:
+                            operation[key] = quoted(operation[key], settings)
+                    for answered in operation.get("responses", {}).values():
+                        answered["description"] = quoted(answered.get("description", ""), settings)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,80 @@
+"""The contract every direct path speaks, and the one pipeline around it: cache → run → cache put → timings.
+
+①②③ each expose `async run(text) -> Outcome`; `Pipeline.through_cache` wraps any of them (and the
+ticket worker's inference) so a hit, a put and the timing histograms happen in one place.
+"""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.cache import ResultCache
+from app.model import Ranking
+from app.tally import INFERENCE_BUCKETS, WAIT_BUCKETS, Tally, TallySnapshot
+
+PATHS = ("naive", "limited", "batched", "tickets")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One review's answer from a path: `wait_s` until its inference started, `infer_s` the call."""
+
+    ranking: Ranking
+    wait_s: float
+    infer_s: float
+    batch_size: int | None = None
+
+
+class Path(Protocol):
+    """What `serve` needs from a path: its name, whether a client leaving can withdraw its work, `run`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def withdrawable(self) -> bool: ...
+
+    async def run(self, text: str) -> Outcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSnapshot:
+    wait: dict[str, TallySnapshot]
+    inference: dict[str, TallySnapshot]
+    client_gone: dict[str, int]
+
+
+class Pipeline:
+    """Owns the cache step and the per-path wait and inference histograms."""
+
+    def __init__(self, cache: ResultCache) -> None:
+        self.cache = cache
+        self._wait = {path: Tally(WAIT_BUCKETS) for path in PATHS}
+        self._inference = {path: Tally(INFERENCE_BUCKETS) for path in PATHS}
+        self._gone = dict.fromkeys(PATHS, 0)
+
+    def cached(self, path: str, text: str) -> Ranking | None:
+        return self.cache.get(text, path)
+
+    async def through_cache(self, path: str, text: str, run: Callable[[], Awaitable[Outcome]]) -> tuple[Outcome, bool]:
+        """(outcome, cache hit): a hit costs no inference; a miss runs, is cached and timed."""
+        ranking = self.cached(path, text)
+        if ranking is not None:
+            return Outcome(ranking, 0.0, 0.0), True
+        outcome = await run()
+        self.cache.put(text, outcome.ranking)
+        self._inference[path].observe(outcome.infer_s)
+        return outcome, False
+
+    def waited(self, path: str, wait_s: float) -> None:
+        self._wait[path].observe(wait_s)
+
+    def client_gone(self, path: str) -> None:
+        self._gone[path] += 1
+
+    def snapshot(self) -> PipelineSnapshot:
+        return PipelineSnapshot(
+            wait={p: t.snapshot() for p, t in self._wait.items()},
+            inference={p: t.snapshot() for p, t in self._inference.items()},
+            client_gone=dict(self._gone),
+        )
