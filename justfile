@@ -16,10 +16,10 @@ default:
 
 # ---------------------------------------------------------------- lab
 
-# Serve the lab on http://{{host}}:{{port}}: real weights if prepared, else the offline twin (built once).
+# Serve the lab on http://{{host}}:{{port}} inside the box (1 core, ~1 s/review, 1.2 GiB; docs/box.md): real weights if prepared, else the offline twin (built once).
 [group('lab')]
 serve: _model-if-missing
-    python -m app.serve --host {{host}} --port {{port}}
+    python -m app.box --host {{host}} --port {{port}}
 
 # Fire N reviews at once at a path (naive|limited|batched|tickets|1-4; default all four): just burst http://127.0.0.1:8000/api 12
 [group('lab')]

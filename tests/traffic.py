@@ -1,6 +1,6 @@
 """Bursts on every path, sized so that every `review_*` metric gets real data.
 
-Run against a lab started with `BURST_SETTINGS`: a simulated slow box (0.4 s per review)
+Run against a lab started with `BURST_SETTINGS`: the tiny model slowed by CPU burning to about 0.4 s per review
 with few seats and a short queue, so refusals of every reason really happen.
 """
 
@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from tests.server import slowed
+
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {
-    "LAB_SIMULATED_SECONDS_PER_REVIEW": "0.4",
+    **slowed(0.4),
     # ②: 1 in flight + 2 seats; the 2nd seat-holder's turn comes >= 0.8 s after the first
     # arrival, past its 0.5 s limit if it arrived within 0.3 s of the first: a 503.
     "LAB_LIMITED_SEATS": "2",
