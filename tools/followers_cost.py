@@ -4,7 +4,8 @@
 first review holds the lane (slowed to ~120 s by burning CPU), `tickets` queued tickets,
 `followers` streams each following all of them; then the server's CPU share over a quiet
 window outside the lane (the lane's busy seconds, from /api/stats, are taken off: its burning
-is the held review, not the followers) and the median of 20 sequential ticket POSTs. Run under `flock /tmp/lab-cpu.lock`.
+is the held review, not the followers) and the median of 20 sequential ticket POSTs.
+Run under `flock /tmp/lab-cpu.lock`.
 """
 
 import argparse
