@@ -205,7 +205,7 @@ def main() -> None:
     args = parser.parse_args()
 
     capacity = args.capacity or capacity_from_curve(CURVE)
-    started = datetime.now(UTC)
+    started, load_at_start = datetime.now(UTC), os.getloadavg()
     rows: list[Row] = []
     for scenario, config in scenarios(capacity, args.duration).items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
@@ -218,8 +218,9 @@ def main() -> None:
     load = os.getloadavg()
     header = (
         f"Measured {started:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC on {machine()}, both servers pinned to "
-        f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core. The box was shared "
-        f"with other work (load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}). "
+        f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core. Load average "
+        f"(1/5/15 min) at the start {load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
+        f"at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
         f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s."
     )
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,10 @@
-"""A lab server in a subprocess for benchmarks: started fresh, stopped cleanly."""
+"""A lab server in a subprocess for benchmarks: started fresh, stopped cleanly, bare or inside the box.
+
+Bare (`box=False`) is a plain uvicorn at the host's full speed on every core: for what must compare
+at host speed (the peer benchmark pins its own core). With `box=True` it is `python -m app.box`, the
+supervisor `just serve` runs (docs/box.md): one core, ~1 s per median review by a CPU quota, the
+1.2 GiB cap and a restart after a death, so a benchmark measures what a student's box does.
+"""
 
 import os
 import socket
@@ -9,15 +15,22 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+import psutil
 
+from app.box.cgroups import CGROUP_ROOT, PROC_CGROUP, BoxCgroup, parent_dirs
 from app.settings import PROJECT_ROOT
 
 
 class ServerProcess:
-    """`with ServerProcess(model_dir, LAB_X="1") as server:` → `server.url`, `server.pid`."""
+    """`with ServerProcess(model_dir, box=True, LAB_X="1") as server:` → `server.url`, `server.pid`.
 
-    def __init__(self, model_dir: Path, **settings: str) -> None:
+    In the box, `pid` is the supervisor's; the server itself is its child (a new one after each death),
+    so memory is read from `server_pids()`.
+    """
+
+    def __init__(self, model_dir: Path, box: bool = False, **settings: str) -> None:
         self._env = {**os.environ, "LAB_MODEL_DIR": str(model_dir), **settings}
+        self.box = box
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
@@ -27,16 +40,47 @@ class ServerProcess:
         assert self._process is not None
         return self._process.pid
 
+    def server_pids(self) -> list[int]:
+        """The processes that serve: the uvicorn itself, or everything under the box's supervisor."""
+        if not self.box:
+            return [self.pid]
+        try:
+            return [p.pid for p in psutil.Process(self.pid).children(recursive=True)]
+        except psutil.Error:
+            return []
+
     def __enter__(self) -> "ServerProcess":
-        command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
-        command += ["--no-access-log", "--log-level", "warning"]
+        if self.box:  # calibration times the median review before /health answers: allow for it
+            command = [sys.executable, "-m", "app.box", "--host", "127.0.0.1", "--port", str(self.port)]
+        else:
+            command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
+            command += ["--no-access-log", "--log-level", "warning"]
         self._process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=self._env)
-        wait_healthy(self.url, self._process, limit_s=120)
+        wait_healthy(self.url, self._process, limit_s=300 if self.box else 120)
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
         if self._process is not None:
-            stop_process(self._process)
+            stop_process(self._process, limit_s=60 if self.box else 30)
+            if self.box:
+                remove_box_groups(self._process.pid)
+
+
+def box_groups(supervisor_pid: int, proc_cgroup: str | None = None, root: Path = CGROUP_ROOT) -> BoxCgroup | None:
+    """The cgroup folders a supervisor started from this process names `lab-box-<pid>`, where they still exist."""
+    dirs, version = parent_dirs(proc_cgroup if proc_cgroup is not None else PROC_CGROUP.read_text(), root)
+    left = {c: d / f"lab-box-{supervisor_pid}" for c, d in dirs.items() if (d / f"lab-box-{supervisor_pid}").is_dir()}
+    return BoxCgroup(version, left) if left else None
+
+
+def remove_box_groups(supervisor_pid: int) -> None:
+    """The supervisor removes its groups on SIGTERM; if it was SIGKILLed instead, do it here (kill, then rmdir)."""
+    try:
+        group = box_groups(supervisor_pid)
+    except OSError:  # no cgroups on this host: nothing can be left
+        return
+    if group is not None:
+        group.remove()
 
 
 def free_port() -> int:

@@ -1,0 +1,50 @@
+"""A benchmark's box leaves no cgroup behind: the leftovers of a supervisor are found by its name, per controller."""
+
+import os
+import threading
+from pathlib import Path
+
+from app.bench.bursts import PeakRss
+from app.bench.serverproc import box_groups
+
+V1 = "12:memory:/user.slice\n7:cpu,cpuacct:/user.slice\n3:cpuset:/\n1:name=systemd:/user.slice\n"
+V2 = "0::/lab.slice\n"
+
+
+def test_v1_leftovers_are_found_in_each_controller_that_still_has_the_group(tmp_path: Path) -> None:
+    (tmp_path / "memory" / "user.slice" / "lab-box-4242").mkdir(parents=True)
+    (tmp_path / "cpuset" / "lab-box-4242").mkdir(parents=True)
+    (tmp_path / "cpu" / "user.slice" / "lab-box-999").mkdir(parents=True)  # another supervisor's: not ours
+    group = box_groups(4242, V1, tmp_path)
+    assert group is not None and group.version == 1
+    assert group.dirs == {
+        "memory": tmp_path / "memory" / "user.slice" / "lab-box-4242",
+        "cpuset": tmp_path / "cpuset" / "lab-box-4242",
+    }
+
+
+def test_v2_leftover_is_the_one_unified_folder(tmp_path: Path) -> None:
+    (tmp_path / "lab.slice" / "lab-box-7").mkdir(parents=True)
+    group = box_groups(7, V2, tmp_path)
+    assert group is not None and group.version == 2
+    assert group.folders() == [tmp_path / "lab.slice" / "lab-box-7"]
+
+
+def test_nothing_left_means_nothing_to_remove(tmp_path: Path) -> None:
+    (tmp_path / "memory" / "user.slice").mkdir(parents=True)
+    assert box_groups(4242, V1, tmp_path) is None
+    assert box_groups(7, V2, tmp_path) is None
+
+
+def test_peak_rss_follows_the_pids_it_is_given_each_time() -> None:
+    """In the box the server is replaced after a death: the sampler asks for the pids on every sample."""
+    asked = threading.Event()
+
+    def pids() -> list[int]:
+        asked.set()
+        return [os.getpid(), 2**22 + 17]  # a pid that does not exist is skipped, not fatal
+
+    with PeakRss(pids, every_s=0.001) as rss:
+        asked.wait(timeout=10)
+    assert asked.is_set()
+    assert rss.peak > 0
