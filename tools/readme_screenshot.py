@@ -1,4 +1,7 @@
-"""Regenerates the README's burst-page screenshot: a real burst of 12 on path 2 against the twin.
+"""Regenerates the README's burst-page screenshot: a real burst of 12 on path 2 against the twin, in the box.
+
+The server is `python -m app.box`, what `just serve` runs (one core, ~1 s per median review, 1.2 GiB),
+so the picture is what a student sees.
 
 Not a test (nothing asserts here); it drives the same Chromium the same way as the browser
 tests, whose launch settings it imports. Heavy (the twin infers ~1 s per review), so take the CPU lock:
@@ -13,7 +16,8 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-from tests.server import ROOT, live_server
+from app.bench.serverproc import ServerProcess
+from tests.server import ROOT
 from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
@@ -21,7 +25,7 @@ OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"
 
 
 def main(model_dir: Path) -> None:
-    with live_server(LAB_MODEL_DIR=str(model_dir)) as server, sync_playwright() as playwright:
+    with ServerProcess(model_dir, box=True) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="ko-KR")
         page.goto(f"{server.url}/")
