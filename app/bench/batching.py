@@ -72,7 +72,7 @@ def main() -> None:
 
     texts = spread_reviews(POOL)
     topics = load_topics(TOPICS)
-    started = datetime.now(UTC)
+    started, load = datetime.now(UTC), os.getloadavg()
     curves: list[dict[str, Any]] = []
     for chunk, (label, sizes) in VARIANTS.items():
         model = RerankerModel(args.model_dir, topics, intra_op_threads=1, chunk_pairs=chunk)
@@ -90,7 +90,8 @@ def main() -> None:
     tokens = [model.count_tokens(t) for t in texts]
     measured = (
         f"{started:%Y-%m-%d %H:%M} UTC on {machine()}, {affinity()}, one onnxruntime thread, "
-        f"the box shared with other work; model: {model_line(args.model_dir)}; {len(texts)} sample reviews "
+        f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} (1/5/15 min) at the start; "
+        f"model: {model_line(args.model_dir)}; {len(texts)} sample reviews "
         f"of {min(tokens)}–{max(tokens)} tokens per (topic, review) pair; each n = the mean of {len(texts)} calls "
         f"(every cyclic window of n reviews), so every n sees the same length mix."
     )
