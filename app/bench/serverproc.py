@@ -7,9 +7,11 @@ supervisor `just serve` runs (docs/box.md): one core, ~1 s per median review by 
 """
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -29,7 +31,10 @@ class ServerProcess:
     """
 
     def __init__(self, model_dir: Path, box: bool = False, **settings: str) -> None:
-        self._env = {**os.environ, "LAB_MODEL_DIR": str(model_dir), **settings}
+        # Tickets in a sqlite file of its own, removed afterwards: no run sees another's jobs.
+        self._data_dir = tempfile.mkdtemp(prefix="lab-bench-data-")
+        store = f"sqlite:///{self._data_dir}/jobs.db"
+        self._env = {**os.environ, "LAB_MODEL_DIR": str(model_dir), "LAB_JOB_STORE": store, **settings}
         self.box = box
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -64,6 +69,7 @@ class ServerProcess:
             stop_process(self._process, limit_s=60 if self.box else 30)
             if self.box:
                 remove_box_groups(self._process.pid)
+        shutil.rmtree(self._data_dir, ignore_errors=True)
 
 
 def box_groups(supervisor_pid: int, proc_cgroup: str | None = None, root: Path = CGROUP_ROOT) -> BoxCgroup | None:
