@@ -101,11 +101,11 @@ test-fast:
 
 # ---------------------------------------------------------------- bench
 
-# Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path, then ③ beside LitServe (docs/bench/).
+# Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path in the box, then ③ beside LitServe (docs/bench/).
 [group('bench')]
 bench: _twin-if-missing
     flock /tmp/lab-cpu.lock taskset -c 1 python -m app.bench.batching
-    python -m app.bench.bursts
+    flock /tmp/lab-cpu.lock python -m app.bench.bursts
     just bench-peer
 
 # ③ and LitServe (extra `peer`) on one pinned core: same model, scoring code and client (docs/bench/peer.md).

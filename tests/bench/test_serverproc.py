@@ -4,8 +4,12 @@ import os
 import threading
 from pathlib import Path
 
+import httpx
+import pytest
+
 from app.bench.bursts import PeakRss
-from app.bench.serverproc import box_groups
+from app.bench.serverproc import ServerProcess, box_groups
+from tests.server import TINY_MODEL
 
 V1 = "12:memory:/user.slice\n7:cpu,cpuacct:/user.slice\n3:cpuset:/\n1:name=systemd:/user.slice\n"
 V2 = "0::/lab.slice\n"
@@ -48,3 +52,14 @@ def test_peak_rss_follows_the_pids_it_is_given_each_time() -> None:
         asked.wait(timeout=10)
     assert asked.is_set()
     assert rss.peak > 0
+
+
+@pytest.mark.slow
+def test_a_box_server_serves_from_a_child_and_leaves_no_group_behind() -> None:
+    """The supervisor's pid is not the server's: memory is read from its children; its groups go with it."""
+    with ServerProcess(TINY_MODEL, box=True, LAB_BOX_SECONDS_PER_REVIEW="0.05") as server:
+        assert httpx.get(f"{server.url}/api/model", timeout=10).json()["box"]["boxed"] is True
+        served_by = server.server_pids()
+        assert served_by and server.pid not in served_by
+        supervisor = server.pid
+    assert box_groups(supervisor) is None
