@@ -1,7 +1,7 @@
 """Measures whether the burst page's status panel stays live during a burst, over the WebSocket and over
 the polling fallback, in headless Chromium against a live server (tiny model slowed to 1 s a review).
 
-Not a test: it prints what it saw, for docs/burst-page-live.md. Timing, so take the CPU lock:
+Not a test: it prints what it saw, for docs/burst-page.md. Timing, so take the CPU lock:
 
     flock /tmp/lab-cpu.lock .venv/bin/python -m tools.live_panel
 """
