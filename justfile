@@ -16,10 +16,10 @@ default:
 
 # ---------------------------------------------------------------- lab
 
-# Serve the lab on http://{{host}}:{{port}}: real weights if prepared, else the offline twin (built once).
+# Serve the lab on http://{{host}}:{{port}} inside the box (1 core, ~1 s/review, 1.2 GiB; docs/box.md): real weights if prepared, else the offline twin (built once).
 [group('lab')]
 serve: _model-if-missing
-    python -m app.serve --host {{host}} --port {{port}}
+    python -m app.box --host {{host}} --port {{port}}
 
 # Fire N reviews at once at a path (naive|limited|batched|tickets|1-4; default all four): just burst http://127.0.0.1:8000/api 12
 [group('lab')]
@@ -101,11 +101,17 @@ test-fast:
 
 # ---------------------------------------------------------------- bench
 
-# Benchmark the twin: batching and padding in-process, then bursts of 12 and 50 at each path (writes docs/bench/).
+# Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path, then ③ beside LitServe (docs/bench/).
 [group('bench')]
 bench: _twin-if-missing
-    python -m app.bench.batching
+    flock /tmp/lab-cpu.lock taskset -c 1 python -m app.bench.batching
     python -m app.bench.bursts
+    just bench-peer
+
+# ③ and LitServe (extra `peer`) on one pinned core: same model, scoring code and client (docs/bench/peer.md).
+[group('bench')]
+bench-peer: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m app.bench.peer
 
 # Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
 [group('bench')]

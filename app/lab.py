@@ -9,13 +9,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.box.calibrate import slow_to_target
 from app.cache import CacheSnapshot, ResultCache
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
 from app.lane import InferenceLane, LaneSnapshot, ServiceClock
 from app.memory_guard import MemoryGuard, measure_cost
-from app.model import RerankerModel, Scorer, SlowedScorer, load_topics
+from app.model import RerankerModel, Scorer, load_topics
 from app.paths import Pipeline, PipelineSnapshot
 from app.settings import Settings
 from app.strategies.batched import BatcherSnapshot, MicroBatcher
@@ -113,10 +114,10 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     )
     manifest = dict(model.manifest)
     scorer: Scorer = model
-    if settings.simulated_seconds_per_review > 0:
-        scorer = SlowedScorer(model, settings.simulated_seconds_per_review)
-        manifest["simulated_seconds_per_review"] = settings.simulated_seconds_per_review
-        log.warning("Simulating %.2f s per review on top of the model.", settings.simulated_seconds_per_review)
+    if settings.box_slow and settings.box_seconds_per_review > 0:
+        quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
+        scorer, calibration = slow_to_target(model, warmup_text(settings), settings.box_seconds_per_review, quota_dir)
+        manifest["box_calibration"] = calibration.as_dict()
     if manifest.get("weights") != "real":
         log.warning(
             "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
@@ -154,7 +155,7 @@ async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settin
 
 async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
     """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
-    if not settings.naive_memory_guard:
+    if not settings.naive_memory_guard or settings.memory_cap_bytes <= 0:
         return None
     cost = await asyncio.to_thread(measure_cost, scorer, warmup_text(settings))
     log.warning(

@@ -119,6 +119,19 @@ class InferenceLane:
         self.failed = 0
         self._busy_s = 0.0  # finished model calls only; snapshot() adds the running one
         self.room = Room(self.backlog_s, self.remaining_s, lambda: self.clock.per_review_s, self.clock.estimate_s)
+        self._free_listeners: list[Callable[[], None]] = []
+
+    def on_free(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the lane thread) each time the lane is done with a job.
+
+        Whatever was handled, run, failed or skipped, the lane is about to take its next
+        job: a batcher that holds work back until the lane can take it hands it over here.
+        """
+        self._free_listeners.append(listener)
+
+    def _freed(self) -> None:
+        for listener in self._free_listeners:
+            listener()
 
     def start(self) -> None:
         self._thread.start()
@@ -193,11 +206,13 @@ class InferenceLane:
                 self._pending_chars -= job.chars
             if not job.future.set_running_or_notify_cancel():
                 self.skipped_gone += 1
+                self._freed()
                 continue
             started = time.monotonic()
             if job.deadline is not None and started > job.deadline:
                 self.skipped_deadline += 1
                 job.future.set_exception(DeadlinePassed())
+                self._freed()
                 continue
             self.current_batch = len(job.texts)
             self.current_chars = job.chars
@@ -224,3 +239,4 @@ class InferenceLane:
                     self.busy_since = None
                 self.current_batch = 0
                 self.current_chars = 0
+            self._freed()

@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api import docs, info, live, page, predict, tickets
+from app.box.report import BoxCollector
 from app.collector import lab_registry
 from app.failures import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         return getattr(app.state, "lab", None)
 
     app.state.registry, app.state.collector = lab_registry(current_lab)
+    app.state.registry.register(BoxCollector(settings.box_state))
     # The middleware counts every answer into the collector's tally: one registry per app.
     app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests)
     install_error_handlers(app)

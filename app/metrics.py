@@ -20,7 +20,7 @@ HELP = {
     "review_wait_seconds": "Time from arrival to the start of inference, by path.",
     "review_inference_seconds": "Time one inference call took on the model, by path.",
     "review_batch_size": "Reviews per batch on the batched path.",
-    "review_batches": "Batches formed, by why they closed (full or timer).",
+    "review_batches": "Batches sent to the lane, by why (full, timer, lane_free).",
     "review_jobs": "Ticket jobs known to this process, by status.",
     "review_cache_hits": "Predictions answered from the result cache, by path.",
     "review_lane_busy": "1 while the single inference lane is running a model call (sampled at scrape).",
@@ -44,7 +44,7 @@ REJECTION_REASONS = {
     "batched": ("queue_too_long",),
     "tickets": ("job_queue_full",),
 }
-BATCH_CLOSE_REASONS = ("full", "timer")
+BATCH_CLOSE_REASONS = ("full", "timer", "lane_free")
 LANE_SKIP_REASONS = ("gone", "deadline")
 
 # Only submissions count as prediction requests; polls of a ticket do not.

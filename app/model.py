@@ -2,7 +2,6 @@
 
 import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,24 +118,3 @@ class RerankerModel:
             for t, x in zip(self.topics, logits, strict=True)
         ]
         return sorted(scored, key=lambda s: s.score, reverse=True)
-
-
-class SlowedScorer:
-    """Pads each call to at least `seconds_per_review` x reviews, to play a slower box.
-
-    A teaching knob (`LAB_SIMULATED_SECONDS_PER_REVIEW`, off by default): with the tiny
-    model or a fast machine the lab can still show a one-second-per-review box. The real
-    model still runs; Server-Timing reports the padded time the client really waited.
-    """
-
-    def __init__(self, inner: Scorer, seconds_per_review: float) -> None:
-        self._inner = inner
-        self._seconds_per_review = seconds_per_review
-
-    def score(self, texts: Sequence[str]) -> list[Ranking]:
-        started = time.monotonic()
-        rankings = self._inner.score(texts)
-        remaining = self._seconds_per_review * len(texts) - (time.monotonic() - started)
-        if remaining > 0:
-            time.sleep(remaining)
-        return rankings

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.box.state import BoxState
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = PROJECT_ROOT / "models"
 REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
@@ -24,8 +26,6 @@ class Settings(BaseSettings):
     max_tokens: int = 512
     # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair.
     pair_chunk: int = 24
-    # Teaching knob: pad every inference to this many seconds per review (0 = off).
-    simulated_seconds_per_review: float = 0.0
     # One inference at start-up, so the service clock starts from a measurement.
     warmup: bool = True
 
@@ -65,9 +65,22 @@ class Settings(BaseSettings):
     # Lets webhooks reach loopback/private addresses (tests; never on a shared box).
     webhook_allow_private: bool = False
 
+    # The box (`python -m app.box`, what `just serve` runs): the server's cores (0 = no limit).
+    cpus: int = 1
+    # The CPU is slowed until the median sample review costs this long (0 = the host's own speed).
+    box_seconds_per_review: float = 1.0
+    # Let the box create cgroups where it can; false forces the fallbacks (affinity, CPU burning, watchdog).
+    box_cgroups: bool = True
+    # Slow the CPU to box_seconds_per_review in this server. The box turns it on; a bare
+    # uvicorn (tests) stays at the host's speed unless it asks.
+    box_slow: bool = False
+    # Set by the box for the server it starts (LAB_BOX_STATE, JSON); None outside the box.
+    box_state: BoxState | None = None
+
     # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
     # when current RSS plus one inference's measured memory would pass the cap.
     naive_memory_guard: bool = False
+    # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
     memory_cap_bytes: int = int(1.2 * 2**30)
 
     cache_size: int = 1024

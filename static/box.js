@@ -263,11 +263,7 @@
     try {
       const response = await fetch("/api/model", { cache: "no-store" });
       const model = await response.json();
-      const extra = model.box
-        ? ` · ${boxLine(model.box)}`
-        : model.simulated_seconds_per_review
-          ? ` · 느린 상자 흉내: 리뷰당 ${model.simulated_seconds_per_review}초`
-          : "";
+      const extra = model.box ? ` · ${boxLine(model.box)}` : "";
       setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${extra}`);
       if (model.random_weights) {
         document.getElementById("weights-banner").hidden = false;

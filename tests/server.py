@@ -13,10 +13,18 @@ from pathlib import Path
 
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 
-__all__ = ["LiveServer", "free_port", "live_server", "serving"]
+__all__ = ["LiveServer", "free_port", "live_server", "serving", "slowed"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"
+
+
+def slowed(seconds_per_review: float) -> dict[str, str]:
+    """Settings that slow the tiny model's CPU to about this many seconds per median review (burning CPU, not sleeping).
+
+    `live_server(**slowed(0.3))`: a bare server is never slowed or pinned unless a test asks like this.
+    """
+    return {"LAB_BOX_SLOW": "1", "LAB_BOX_SECONDS_PER_REVIEW": str(seconds_per_review)}
 
 
 @dataclass

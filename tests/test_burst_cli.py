@@ -12,10 +12,13 @@ from types import ModuleType
 
 import pytest
 
-from tests.server import ROOT, LiveServer, free_port, live_server
+from tests.server import ROOT, LiveServer, free_port, live_server, slowed
 
 BURST_PY = ROOT / "static" / "burst.py"
 SECONDS_PER_REVIEW = 0.3
+# CPU burning pads each review in proportion to its own cost, calibrated on the median sample:
+# a shorter review costs less than the target (measured: about three quarters of it), never nothing.
+FLOOR_S = 0.5 * SECONDS_PER_REVIEW
 PYENV_39 = sorted(Path.home().glob(".pyenv/versions/3.9*/bin/python3.9"))
 TABLE_ROW = re.compile(r"^\s*(\d+)\s{2}")
 SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)+) \|")
@@ -23,7 +26,7 @@ SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW)) as running:
+    with live_server(**slowed(SECONDS_PER_REVIEW)) as running:
         yield running
 
 
@@ -72,7 +75,7 @@ def test_limited_burst_prints_one_row_per_request_and_counts_add_up(server: Live
     rows = burst["rows"]
     assert [r["index"] for r in rows] == list(range(1, 13))
     assert all(r["retry_after_s"] >= 1 and r["error"] == "box_full" for r in rows if r["status"] == 429)
-    assert all(r["infer_ms"] >= SECONDS_PER_REVIEW * 1000 and r["top_topic"] for r in rows if r["status"] == 200)
+    assert all(r["infer_ms"] >= FLOOR_S * 1000 and r["top_topic"] for r in rows if r["status"] == 200)
     assert len({r["text"] for r in rows}) == 12  # distinct reviews, so the cache answers none of them
 
 
@@ -87,7 +90,7 @@ def test_tickets_are_followed_to_done_with_promised_and_actual_eta(server: LiveS
     rows = json.loads(out.read_text(encoding="utf-8"))["bursts"][0]["rows"]
     assert all(r["job_status"] == "done" and r["eta_s"] > 0 and r["actual_s"] > 0 for r in rows)
     # One lane: the last of four tickets waited for the three before it.
-    assert max(r["actual_s"] for r in rows) >= 0.9 * 4 * SECONDS_PER_REVIEW
+    assert max(r["actual_s"] for r in rows) >= 0.9 * 4 * FLOOR_S
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
 
-from tests.server import ROOT, LiveServer, live_server
+from tests.server import ROOT, LiveServer, live_server, slowed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,7 +61,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW)) as running:
+    with live_server(**slowed(SECONDS_PER_REVIEW)) as running:
         yield running
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
-from tests.server import LiveServer, live_server
+from tests.server import LiveServer, live_server, slowed
 from tests.test_burst_page import SCREENSHOTS, browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,7 +34,7 @@ READ_CARDS = """() => [...document.querySelectorAll("#compare-cards .compare-car
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW=str(SECONDS_PER_REVIEW), LAB_BATCH_MAX="4") as running:
+    with live_server(**slowed(SECONDS_PER_REVIEW), LAB_BATCH_MAX="4") as running:
         yield running
 
 

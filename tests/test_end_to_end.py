@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.server import LiveServer, live_server
+from tests.server import LiveServer, live_server, slowed
 
 # Starts a real uvicorn server in a subprocess.
 pytestmark = pytest.mark.slow
@@ -78,10 +78,16 @@ def test_metrics_and_stats_are_served(server: LiveServer) -> None:
     assert stats["process"]["rss_bytes"] > 0 and stats["lane"]["completed"] >= 1
 
 
-def test_simulated_slow_box_pads_inference_time() -> None:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW="0.3") as slow:
+def test_a_slowed_box_burns_cpu_up_to_the_target_and_reports_its_calibration() -> None:
+    with live_server(LAB_BOX_SECONDS_PER_REVIEW="0.3") as raw:
+        unslowed = httpx.get(f"{raw.url}/api/model").json()["box"]
+    with live_server(**slowed(0.3)) as slow:
         response = httpx.post(f"{slow.url}/api/limited/predict", json={"text": "느린 상자"})
-        model = httpx.get(f"{slow.url}/api/model").json()
+        box = httpx.get(f"{slow.url}/api/model").json()["box"]
+    assert unslowed["calibration"] is None and unslowed["boxed"] is False  # a bare server is never slowed
     assert response.status_code == 200
-    assert timing(response)["infer"] >= 300
-    assert model["simulated_seconds_per_review"] == 0.3
+    calibration = box["calibration"]
+    # No cgroup outside the box: the tiny model (milliseconds) is padded with CPU work many times its cost.
+    assert calibration["method"] == "burn" and calibration["padding"] > 10
+    # Burnt CPU time cannot take less wall time than the target's share of it.
+    assert calibration["achieved_s"] >= 0.8 * 0.3 > 10 * calibration["host_cpu_s"]

@@ -84,6 +84,7 @@ MUST_HAVE_MOVED = (
     'review_rejections_total{path="tickets",reason="job_queue_full"}',
     'review_batches_total{reason="full"}',
     'review_batches_total{reason="timer"}',
+    'review_batches_total{reason="lane_free"}',
     'review_jobs{status="done"}',
     "review_batch_size_count",
     *(f'review_cache_hits_total{{path="{p}"}}' for p in metrics.PATHS),

@@ -1,6 +1,6 @@
 """Bursts on every path, sized so that every `review_*` metric gets real data.
 
-Run against a lab started with `BURST_SETTINGS`: a simulated slow box (0.4 s per review)
+Run against a lab started with `BURST_SETTINGS`: the tiny model slowed by CPU burning to about 0.4 s per review
 with few seats and a short queue, so refusals of every reason really happen.
 """
 
@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from tests.server import slowed
+
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {
-    "LAB_SIMULATED_SECONDS_PER_REVIEW": "0.4",
+    **slowed(0.4),
     # ②: 1 in flight + 2 seats; the 2nd seat-holder's turn comes >= 0.8 s after the first
     # arrival, past its 0.5 s limit if it arrived within 0.3 s of the first: a 503.
     "LAB_LIMITED_SEATS": "2",
     "LAB_LIMITED_MAX_WAIT_S": "0.5",
-    # ③: 4 arrivals close one batch of 3 as "full"; the 4th closes its own by "timer".
+    # ③: 4 arrivals close one batch of 3 as "full"; the 4th waits for the lane and goes
+    # when it frees ("lane_free"); a lone review on the idle lane then goes by "timer".
     "LAB_BATCH_MAX": "3",
     "LAB_BATCH_WINDOW_S": "0.5",
     # ④: 2 queued tickets at most; a burst of 6 overflows it.
@@ -85,6 +88,8 @@ async def fire_bursts(base_url: str, tag: str = "") -> BurstReport:
                 accepted = [r.headers["Location"] for r in responses if r.status_code == 202]
                 await wait_jobs_done(client, accepted)
                 report.jobs_done = len(accepted)
+            if path == "batched":  # alone on an idle lane: its batch goes when the window ends
+                report.record(path, await client.post(url, json={"text": f"{tag}혼자 온 리뷰"}))
             answered = [text for text, r in zip(texts, responses, strict=True) if r.status_code in (200, 202)]
             # The same review again: answered from the cache, on the same path.
             report.record(path, await client.post(url, json={"text": answered[0]}))

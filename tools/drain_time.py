@@ -19,6 +19,7 @@ import httpx
 
 from app.bench.serverproc import free_port, wait_healthy
 from app.settings import PROJECT_ROOT
+from tests.server import slowed
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 
@@ -33,7 +34,7 @@ def main() -> None:
     extra = [] if args.launcher == "serve" else ["--timeout-graceful-shutdown", "30"]  # what `just serve` ran
     data = tempfile.mkdtemp()
     env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data}/jobs.db"}
-    env["LAB_SIMULATED_SECONDS_PER_REVIEW"] = "2"
+    env.update(slowed(2))
     log_path = pathlib.Path(data) / "server.log"
     command = [sys.executable, "-m", *module, "--host", "127.0.0.1", "--port", str(port), *extra]
     with log_path.open("wb") as log:

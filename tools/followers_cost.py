@@ -1,9 +1,11 @@
 """What idle event-stream followers cost a live server: CPU and POST latency (a measurement, not a test).
 
 `python -m tools.followers_cost [--followers 100] [--tickets 20]`: a server whose
-first review holds the lane (simulated 120 s), `tickets` queued tickets, `followers`
-streams each following all of them; then the server's CPU share over a quiet window and
-the median of 20 sequential ticket POSTs. Run under `flock /tmp/lab-cpu.lock`.
+first review holds the lane (slowed to ~120 s by burning CPU), `tickets` queued tickets,
+`followers` streams each following all of them; then the server's CPU share over a quiet
+window outside the lane (the lane's busy seconds, from /api/stats, are taken off: its burning
+is the held review, not the followers) and the median of 20 sequential ticket POSTs.
+Run under `flock /tmp/lab-cpu.lock`.
 """
 
 import argparse
@@ -15,7 +17,7 @@ import time
 import httpx
 import psutil
 
-from tests.server import live_server
+from tests.server import live_server, slowed
 
 WINDOW_S = 5.0
 
@@ -43,10 +45,12 @@ async def measure(url: str, pid: int, followers: int, tickets: int) -> dict[str,
         for _ in range(followers):
             await ready.acquire()
         process = psutil.Process(pid)
+        busy_before = (await client.get("/api/stats")).json()["lane"]["busy_s"]
         before, started = process.cpu_times(), time.monotonic()
         await asyncio.sleep(WINDOW_S)  # the quiet window being measured
         after, elapsed = process.cpu_times(), time.monotonic() - started
-        cpu = (after.user + after.system - before.user - before.system) / elapsed
+        lane_s = (await client.get("/api/stats")).json()["lane"]["busy_s"] - busy_before
+        cpu = (after.user + after.system - before.user - before.system - lane_s) / elapsed
         latencies = []
         for i in range(20):
             t0 = time.perf_counter()
@@ -65,7 +69,7 @@ def main() -> None:
     parser.add_argument("--tickets", type=int, default=20)
     parser.add_argument("--store", default=None, help="LAB_JOB_STORE (default: a private sqlite file)")
     args = parser.parse_args()
-    settings = {"LAB_SIMULATED_SECONDS_PER_REVIEW": "120", "LAB_QUEUE_MAX_JOBS": "200", "LAB_WARMUP": "false"}
+    settings = {**slowed(120), "LAB_QUEUE_MAX_JOBS": "200", "LAB_WARMUP": "false"}
     if args.store:
         settings["LAB_JOB_STORE"] = args.store
     with live_server(**settings) as server:

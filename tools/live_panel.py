@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from playwright.sync_api import Browser, WebSocketRoute, sync_playwright
 
-from tests.server import live_server
+from tests.server import live_server, slowed
 from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 BURST = 12
@@ -77,7 +77,7 @@ def measure(browser: Browser, url: str, channel: str) -> dict[str, Any]:
 
 def main() -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; burst of {BURST} on path 3, 1 s per review")
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW="1") as server, sync_playwright() as playwright:
+    with live_server(**slowed(1)) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for channel in ("websocket", "polling"):
             print(json.dumps(measure(browser, server.url, channel), ensure_ascii=False))

@@ -26,7 +26,7 @@ def main() -> int:
     if prometheus_binary() is None:
         print("prometheus is not installed: apt-get install prometheus (or `just test`, which installs it).")
         return 2
-    print("Starting the lab (tiny model, simulated slow box) and Prometheus ...", flush=True)
+    print("Starting the lab (tiny model slowed by CPU burning) and Prometheus ...", flush=True)
     with live_server(**BURST_SETTINGS) as lab, running_prometheus(lab.url.removeprefix("http://")) as prom:
         print(f"lab        {lab.url}   ({', '.join(f'{k}={v}' for k, v in BURST_SETTINGS.items())})")
         print(f"prometheus {prom.url}")

@@ -10,7 +10,7 @@ import io
 from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
-from tests.server import ROOT, live_server
+from tests.server import ROOT, live_server, slowed
 from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 OUT = ROOT / "docs" / "img"
@@ -38,7 +38,7 @@ def fire(page: Page, path: str, mode: str = "distinct", size: int = 12, wait: bo
 
 
 def main() -> None:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW="1") as server, sync_playwright() as playwright:
+    with live_server(**slowed(1)) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         desk = browser.new_page(viewport={"width": 1366, "height": 900}, locale="ko-KR")
         desk.goto(f"{server.url}/")

@@ -8,6 +8,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import get_lab
+from app.box import report
+from app.box.state import BoxState
 from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
 from app.lab import LabSnapshot
 from app.strategies.tickets import TicketsSnapshot
@@ -16,8 +18,8 @@ router = APIRouter(tags=["info"])
 _process = psutil.Process()
 
 
-def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot) -> dict[str, Any]:
-    """The same snapshots the collector turns into metrics, so the page and Grafana agree."""
+def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None) -> dict[str, Any]:
+    """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
     lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
     return {
         "lane": {
@@ -56,13 +58,14 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot) -> dict[str, Any]:
         },
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": _process.memory_info().rss},
+        "box": report.stats(box),
     }
 
 
 @router.get("/api/stats", summary="Live state of the lane, the paths and the process")
 async def stats(request: Request) -> dict[str, Any]:
     lab = get_lab(request)
-    return stats_body(lab.snapshot(), await lab.tickets.snapshot())
+    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")
@@ -80,7 +83,7 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
-        "simulated_seconds_per_review": manifest.get("simulated_seconds_per_review", 0.0),
+        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration")),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,
     }

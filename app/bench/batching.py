@@ -1,76 +1,115 @@
 """Does batching pay on one CPU thread, and what does padding cost? Measured in-process.
 
-Scores the same mixed-length reviews one at a time and in batches of 4 and 8, with pairs
-sorted by length into 24-pair chunks (`pair_chunk=24`, what the lab serves), into 96-pair
-chunks (bigger matrix products), and with the whole batch padded to its longest pair
-(`pair_chunk=0`, what a naive batcher does).
+A pool of 8 sample reviews spread evenly over the samples' lengths; for batch size n, the 8
+cyclic windows of n reviews from it are scored one `score` call each, so every n sees each
+review exactly n times: the same length mix, only the batch size changes. Pairs sorted by
+length into 24-pair chunks (`chunk_pairs=24`, what the lab serves) for n = 1..8, and the
+whole batch padded to its longest pair (`chunk_pairs=0`, what a naive batcher does) for
+n = 2, 4, 8 (for one review the two are the same). Fits seconds per call ≈ a + b·n.
+Run it pinned to one core (`taskset -c 1`; `just bench` does). Writes the curve the page
+draws (static/batching-curve.json) and a table (docs/bench/batching.md).
 """
 
 import argparse
 import json
+import os
 import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from app.bench.bursts import machine, model_line
 from app.model import RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"
+VARIANTS = {24: ("sorted 24-pair chunks (served)", range(1, 9)), 0: ("whole batch padded", (2, 4, 8))}
+POOL = 8
 
 
-def mixed_reviews(count: int) -> list[str]:
-    """Alternate the shortest and longest samples: the case where padding hurts most."""
+def spread_reviews(count: int) -> list[str]:
+    """`count` samples at evenly spaced length quantiles, shuffled so neighbours differ in length."""
     samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
     texts = sorted((s["text"] for s in samples), key=len)
-    mixed = [t for pair in zip(texts, reversed(texts), strict=True) for t in pair]
-    return mixed[:count]
+    picked = [texts[round(i * (len(texts) - 1) / (count - 1))] for i in range(count)]
+    return [picked[(i * 3) % count] for i in range(count)]  # 3 is coprime with 8: a fixed mix of short and long
 
 
-def seconds_per_review(model: RerankerModel, texts: list[str], batch: int, repeats: int) -> float:
-    runs = []
-    for _ in range(repeats):
+def batch_seconds(model: RerankerModel, pool: list[str], n: int) -> float:
+    """Mean wall time of one `score` call over the pool's cyclic windows of n reviews."""
+    total = 0.0
+    for start in range(len(pool)):
+        window = [pool[(start + k) % len(pool)] for k in range(n)]
         started = time.perf_counter()
-        for i in range(0, len(texts), batch):
-            model.score(texts[i : i + batch])
-        runs.append((time.perf_counter() - started) / len(texts))
-    return statistics.median(runs)
+        model.score(window)
+        total += time.perf_counter() - started
+    return total / len(pool)
+
+
+def fit_line(sizes: list[int], seconds: list[float]) -> dict[str, float]:
+    """Least squares seconds ≈ a + b·n, with R² so a bad fit shows."""
+    b, a = np.polyfit(sizes, seconds, 1)
+    predicted = [a + b * n for n in sizes]
+    residual = sum((s - p) ** 2 for s, p in zip(seconds, predicted, strict=True))
+    spread = sum((s - statistics.fmean(seconds)) ** 2 for s in seconds)
+    return {"a_s": round(float(a), 4), "b_s": round(float(b), 4), "r2": round(1 - residual / spread, 4)}
+
+
+def affinity() -> str:
+    cores = sorted(os.sched_getaffinity(0))
+    return f"pinned to core {cores[0]}" if len(cores) == 1 else f"NOT pinned ({len(cores)} cores allowed)"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
-    parser.add_argument("--reviews", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--curve", type=Path, default=PROJECT_ROOT / "static" / "batching-curve.json")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench" / "batching.md")
     args = parser.parse_args()
 
-    texts = mixed_reviews(args.reviews)
+    texts = spread_reviews(POOL)
     topics = load_topics(TOPICS)
-    rows = []
-    variants = ((24, "sorted, 24-pair chunks (served)"), (96, "sorted, 96-pair chunks"), (0, "whole batch padded"))
-    for chunk, label in variants:
-        model = RerankerModel(args.model_dir, topics, chunk_pairs=chunk)
-        model.score(texts[:1])  # warm-up
-        tokens = [model.count_tokens(t) for t in texts]
-        for batch in (1, 4, 8):
-            if chunk != 24 and batch == 1:
-                continue  # one review is one 24-pair chunk whatever the packing
-            per_review = seconds_per_review(model, texts, batch, args.repeats)
-            rows.append((label, batch, per_review))
-            print(f"{label:24} batch {batch}: {per_review:.3f} s/review", flush=True)
+    started = datetime.now(UTC)
+    curves: list[dict[str, Any]] = []
+    for chunk, (label, sizes) in VARIANTS.items():
+        model = RerankerModel(args.model_dir, topics, intra_op_threads=1, chunk_pairs=chunk)
+        model.score(texts[:2])  # warm-up: the first call pays one-off setup
+        seconds = []
+        for n in sizes:
+            seconds.append(batch_seconds(model, texts, n))
+            print(f"{label:32} batch {n}: {seconds[-1]:.3f} s ({seconds[-1] / n:.3f} s/review)", flush=True)
+        points = [
+            {"n": n, "seconds": round(s, 4), "per_review_s": round(s / n, 4)}
+            for n, s in zip(sizes, seconds, strict=True)
+        ]
+        curves.append({"packing": label, "chunk_pairs": chunk, "points": points, "fit": fit_line(list(sizes), seconds)})
 
-    lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}; model: {model_line(args.model_dir)}; "
-        f"one onnxruntime thread; {len(texts)} reviews of {min(tokens)}–{max(tokens)} tokens per (topic, review) "
-        f"pair, shortest and longest alternating; median of {args.repeats} runs.",
-        "",
-        "| packing | batch | s per review | vs one at a time |",
-        "|---|---:|---:|---:|",
-    ]
-    single = next(r[2] for r in rows if r[1] == 1)
-    lines += [f"| {label} | {batch} | {s:.3f} | {s / single:.2f}× |" for label, batch, s in rows]
+    tokens = [model.count_tokens(t) for t in texts]
+    measured = (
+        f"{started:%Y-%m-%d %H:%M} UTC on {machine()}, {affinity()}, one onnxruntime thread, "
+        f"the box shared with other work; model: {model_line(args.model_dir)}; {len(texts)} sample reviews "
+        f"of {min(tokens)}–{max(tokens)} tokens per (topic, review) pair; each n = the mean of {len(texts)} calls "
+        f"(every cyclic window of n reviews), so every n sees the same length mix."
+    )
+    served = curves[0]
+    payload = {"measured": measured, "date": f"{started:%Y-%m-%d}", "fit": served["fit"], "curves": curves}
+    args.curve.parent.mkdir(parents=True, exist_ok=True)
+    args.curve.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    lines = [f"Measured {measured}", "", "| batch n | " + " | ".join(c["packing"] for c in curves) + " |"]
+    lines.append("|---:|" + "---:|" * len(curves))
+    for n in VARIANTS[24][1]:
+        cells = []
+        for c in curves:
+            point = next((p for p in c["points"] if p["n"] == n), None)
+            cells.append("–" if point is None else f"{point['seconds']:.3f} s ({point['per_review_s']:.3f} s/review)")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    for c in curves:
+        fit = c["fit"]
+        lines.append(f"\n{c['packing']}: seconds ≈ {fit['a_s']:.3f} + {fit['b_s']:.3f}·n (R² {fit['r2']:.3f})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

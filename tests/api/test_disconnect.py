@@ -153,7 +153,7 @@ async def test_batched_client_leaving_an_open_batch_is_left_out() -> None:
     assert gone_after == before + 1
 
 
-async def test_batched_closed_batch_whose_clients_all_left_is_withdrawn_from_the_lane() -> None:
+async def test_batched_full_batch_whose_clients_all_left_never_reaches_the_lane() -> None:
     scorer = GatedScorer()
     async with running_lab(scorer, batch_max=1) as lab:
         busy = asyncio.create_task(lab.client.post("/api/limited/predict", json={"text": "레인을 잡은 리뷰"}))
@@ -161,17 +161,17 @@ async def test_batched_closed_batch_whose_clients_all_left_is_withdrawn_from_the
         hang_up = asyncio.Event()
         leaver = asyncio.create_task(post_then_hang_up(lab.app, "/api/batched/predict", "떠난 손님", hang_up))
 
-        async def in_lane_queue() -> bool:
-            return bool((await lab.stats())["lane"]["pending_reviews"] == 1)
+        async def held_for_the_lane() -> bool:  # full (1 of 1), held back while the lane is busy
+            return bool((await lab.stats())["paths"]["batched"]["waiting"] == 1)
 
-        await eventually(in_lane_queue)
+        await eventually(held_for_the_lane)
         hang_up.set()
         assert await leaver == 499
         scorer.release()
         assert (await busy).status_code == 200
 
         async def skipped() -> bool:
-            return bool((await lab.stats())["lane"]["skipped"]["gone"] == 1)
+            return bool((await lab.stats())["paths"]["batched"]["skipped_gone"] == 1)
 
         await eventually(skipped)
     assert scorer.calls == [["레인을 잡은 리뷰"]]

@@ -9,7 +9,7 @@ CUSTOM = {"limited_seats": 2, "limited_max_wait_s": 9, "batch_window_s": 0.04, "
 async def test_the_page_quotes_the_default_limits(lab_client: LabClientFactory) -> None:
     async with lab_client(GatedScorer(gated=False)) as client:
         page = (await client.get("/")).text
-    for quoted in ("대기석 4개", "15초 넘게", "25ms 동안 모인 요청(최대 8개)", "번호표가 20개를 넘으면"):
+    for quoted in ("대기석 4개", "15초 넘게", "최대 25ms 기다립니다(8개가 차면", "번호표가 20개를 넘으면"):
         assert quoted in page, quoted
 
 
@@ -17,7 +17,7 @@ async def test_the_page_and_the_docs_follow_the_settings(lab_client: LabClientFa
     async with lab_client(GatedScorer(gated=False), **CUSTOM) as client:
         page = (await client.get("/")).text
         spec = (await client.get("/api/openapi.json")).json()
-    for quoted in ("대기석 2개", "9초 넘게", "40ms 동안 모인 요청(최대 6개)", "번호표가 7개를 넘으면"):
+    for quoted in ("대기석 2개", "9초 넘게", "최대 40ms 기다립니다(6개가 차면", "번호표가 7개를 넘으면"):
         assert quoted in page, quoted
     operations = spec["paths"]
     assert operations["/api/limited/predict"]["post"]["summary"] == "② limited: 1 in flight + 2 seats"

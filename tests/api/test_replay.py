@@ -35,9 +35,18 @@ METRICS_ADDED = {
     "review_lane_busy_seconds_total",
     'review_rejections_total{path="batched",reason="queue_too_long"}',
     'review_rejections_total{path="naive",reason="memory_would_not_fit"}',
+    # Issue 11: ③'s batches also go when the lane frees.
+    'review_batches_total{reason="lane_free"}',
+    # Issue 9: the box's incarnation, uptime and deaths (a bare server is incarnation 1, no deaths).
+    "review_box_incarnation",
+    "review_box_uptime_seconds",
+    'review_box_deaths{cause="memory_cap"}',
+    'review_box_deaths{cause="other"}',
 }
 # /api/stats only gains keys: the busy seconds, and every refusal reason at 0.
 STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
+# Issue 9: /api/stats gains the box's section (incarnation, uptime, deaths).
+STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths", "memory_deaths", "last_death")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
 OPENAPI_ADDED = {"GET /api/stats/live"}
 # Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
@@ -51,6 +60,8 @@ def intended(name: str, body: Any) -> Any:
     """The old body with the intended changes above applied (each event of a stream too)."""
     if isinstance(body, list):
         return [intended(name, item) for item in body]
+    if name == "model":  # issue 9: the sleeping knob is gone; the box reports how it holds the server
+        body = {k: v for k, v in body.items() if k != "simulated_seconds_per_review"}
     if isinstance(body, dict) and isinstance(body.get("result"), list):
         body = body | {"result": {"topics": body["result"]}}
     if name in KEY_HOLDER_HIDDEN:
@@ -100,5 +111,8 @@ async def test_every_route_answers_as_it_did_on_908157e(tmp_path: Path) -> None:
             old_leaves, new_leaves = leaves(old["body"]), leaves(new["body"])
             assert {k: new_leaves.get(k) for k in old_leaves} == old_leaves
             assert {k[:2] for k in set(new_leaves) - set(old_leaves)} == STATS_ADDED
+        elif name == "model":
+            assert {k: v for k, v in new["body"].items() if k != "box"} == intended(name, old["body"])
+            assert new["body"]["box"]["boxed"] is False and new["body"]["box"]["calibration"] is None
         else:
             assert new["body"] == intended(name, old["body"]), name

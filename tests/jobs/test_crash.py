@@ -1,6 +1,6 @@
 """Crash and scale proofs with real server processes: SIGKILL mid-queue, and two boxes on one Redis.
 
-Jobs are padded with the simulated-slow-box knob so "kill while one runs" is a state the
+Jobs are slowed by CPU burning (tests.server.slowed) so "kill while one runs" is a state the
 test can wait for in the store itself, then kill at once.
 """
 
@@ -18,7 +18,7 @@ from app.jobs.factory import open_store
 from app.jobs.models import Job, JobStatus
 from app.jobs.store import JobStore
 from tests.jobs.conftest import REDIS_URL
-from tests.server import LiveServer, live_server
+from tests.server import LiveServer, live_server, slowed
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ SECONDS_PER_JOB = 0.15
 # Kill only while the running job has most of its padding still ahead of it.
 FRESH_S = SECONDS_PER_JOB / 3
 SERVER = {
-    "LAB_SIMULATED_SECONDS_PER_REVIEW": str(SECONDS_PER_JOB),
+    **slowed(SECONDS_PER_JOB),
     "LAB_QUEUE_MAX_JOBS": str(JOBS * 2),
     "LAB_JOB_LEASE_S": "1",
 }
@@ -140,7 +140,7 @@ async def test_memory_store_loses_every_job_on_sigkill() -> None:
 
 @contextmanager
 def two_boxes(job_store: str) -> Iterator[tuple[LiveServer, LiveServer]]:
-    settings = {**SERVER, "LAB_SIMULATED_SECONDS_PER_REVIEW": "0.5", "LAB_JOB_LEASE_S": "2"}
+    settings = {**SERVER, **slowed(0.5), "LAB_JOB_LEASE_S": "2"}
     with live_server(LAB_JOB_STORE=job_store, **settings) as a, live_server(LAB_JOB_STORE=job_store, **settings) as b:
         yield a, b
 

@@ -6,13 +6,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import live_server
+from tests.server import live_server, slowed
 
 pytestmark = pytest.mark.slow
 
 
 def test_events_arrive_one_by_one_and_end_with_the_terminal_state() -> None:
-    with live_server(LAB_SIMULATED_SECONDS_PER_REVIEW="0.3") as server, httpx.Client(base_url=server.url) as client:
+    with live_server(**slowed(0.3)) as server, httpx.Client(base_url=server.url) as client:
         ids = [client.post("/api/queue/jobs", json={"text": f"스트림 리뷰 {i}"}).json()["job_id"] for i in range(3)]
         events: list[dict[str, Any]] = []
         with client.stream("GET", f"/api/queue/jobs/{ids[-1]}/events", timeout=30) as stream:

@@ -1,0 +1,200 @@
+"""Measure the box as `just serve` runs it: serialization on ①, calibration, deaths at the cap (docs/box.md).
+
+`flock /tmp/lab-cpu.lock python -m app.bench.box [--runs 3]` starts `python -m app.box` with the
+twin and the default box, fires bursts of 12 at each path and prints JSON lines.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.settings import PROJECT_ROOT, Settings
+
+SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
+
+
+def long_texts(n: int, chars: int = 300) -> list[str]:
+    return [(SAMPLES[i % len(SAMPLES)] + " ") * (chars // len(SAMPLES[i % len(SAMPLES)]) + 1) for i in range(n)]
+
+
+def server_pid(supervisor: int) -> int | None:
+    children = psutil.Process(supervisor).children(recursive=True)
+    return children[-1].pid if children else None
+
+
+class Peak:
+    """Highest RSS of the server (whichever incarnation) while a burst runs."""
+
+    def __init__(self, supervisor: int) -> None:
+        self.supervisor, self.peak, self._stop = supervisor, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "Peak":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                rss = sum(p.memory_info().rss for p in psutil.Process(self.supervisor).children(recursive=True))
+                self.peak = max(self.peak, rss)
+            except psutil.Error:
+                pass
+            self._stop.wait(0.02)
+
+
+_bursts = 0
+
+
+def median_review_on_limited(url: str, runs: int = 5) -> dict[str, Any]:
+    """The median sample review (plus one digit, so the cache misses) on ②, one at a time: what a review costs."""
+    text = sorted(SAMPLES, key=len)[len(SAMPLES) // 2]
+    times = []
+    for i in range(runs):
+        r = httpx.post(f"{url}/api/limited/predict", json={"text": f"{text}{i}"}, timeout=60)
+        times.append(infer_s(r))
+    return {"median_sample_review_on_limited_s": [round(t, 3) for t in times if t is not None], "chars": len(text) + 1}
+
+
+def infer_s(response: httpx.Response) -> float | None:
+    for part in response.headers.get("Server-Timing", "").split(","):
+        name, _, rest = part.strip().partition(";dur=")
+        if name == "infer":
+            return float(rest) / 1000
+    return None
+
+
+async def burst(url: str, path: str, texts: list[str]) -> dict[str, Any]:
+    global _bursts
+    _bursts += 1  # unique texts, a few characters longer: the result cache must not answer for the model
+    texts = [f"{text} {_bursts}{i:02d}" for i, text in enumerate(texts)]
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+
+        async def one(text: str) -> tuple[float, httpx.Response | BaseException]:
+            started = time.perf_counter()
+            try:
+                if path == "tickets":
+                    job = (await client.post("/api/queue/jobs", json={"text": text})).json()["job_id"]
+                    while (r := await client.get(f"/api/queue/jobs/{job}")).json()["status"] not in ("done", "failed"):  # noqa: ASYNC110
+                        await asyncio.sleep(0.1)
+                    return time.perf_counter() - started, r
+                r = await client.post(f"/api/{path}/predict", json={"text": text})
+                return time.perf_counter() - started, r
+            except httpx.HTTPError as err:
+                return time.perf_counter() - started, err
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(one(t) for t in texts))
+        wall = time.perf_counter() - started
+    ok = [(rt, r) for rt, r in results if isinstance(r, httpx.Response) and r.status_code == 200]
+    infers = [s for _, r in ok if (s := infer_s(r)) is not None]
+    return {
+        "path": path,
+        "sent": len(texts),
+        "served": len(ok),
+        "lost_connections": sum(isinstance(r, BaseException) for _, r in results),
+        "p50_round_trip_s": round(statistics.median(rt for rt, _ in ok), 3) if ok else None,
+        "median_infer_s": round(statistics.median(infers), 3) if infers else None,
+        "served_per_s": round(len(ok) / wall, 3),
+    }
+
+
+def cpus_allowed(pid: int) -> list[str]:
+    return sorted(
+        {
+            line.split(":")[1].strip()
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for line in (task / "status").read_text().splitlines()
+            if line.startswith("Cpus_allowed_list:")
+        }
+    )
+
+
+def health_back(url: str, limit_s: float = 180) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        try:
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return round(time.monotonic() - started, 1)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError("the box never came back")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="serial,memory")
+    args = parser.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open("/tmp/lab-bench-box.log", "wb")  # noqa: SIM115
+    argv = [sys.executable, "-m", "app.box", "--host", "127.0.0.1", "--port", str(port)]
+    box = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(url, box, limit_s=300)
+        cap = Settings().memory_cap_bytes
+        print(json.dumps({"model_box": httpx.get(f"{url}/api/model").json()["box"]}), flush=True)
+        pid = server_pid(box.pid)
+        print(json.dumps({"cpus_allowed_every_thread": cpus_allowed(pid) if pid else None}), flush=True)
+        texts = [SAMPLES[i % len(SAMPLES)] for i in range(12)]
+        if "serial" in args.only:
+            print(json.dumps(median_review_on_limited(url)), flush=True)
+            for path in ("limited", "naive"):
+                print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
+        if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
+            for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
+                for path in ("limited", "batched", "tickets"):
+                    with Peak(box.pid) as peak:
+                        result = asyncio.run(burst(url, path, batch))
+                    print(json.dumps({**result, "texts": kind, "peak_rss_fraction_of_cap": round(peak.peak / cap, 3)}))
+        if "memory" in args.only:
+            for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
+                for path in ("limited", "batched", "tickets"):
+                    with Peak(box.pid) as peak:
+                        result = asyncio.run(burst(url, path, batch))
+                    print(json.dumps({**result, "texts": kind, "peak_rss_fraction_of_cap": round(peak.peak / cap, 3)}))
+                for run in range(args.runs):
+                    before = httpx.get(f"{url}/api/stats").json()["box"]
+                    with Peak(box.pid) as peak:
+                        result = asyncio.run(burst(url, "naive", batch))
+                    back_s = health_back(url)
+                    after = httpx.get(f"{url}/api/stats").json()["box"]
+                    died = after["incarnation"] > before["incarnation"]
+                    print(
+                        json.dumps(
+                            {
+                                **result,
+                                "texts": kind,
+                                "run": run + 1,
+                                "died": died,
+                                "peak_rss_fraction_of_cap": round(peak.peak / cap, 3),
+                                "health_200_after_s": back_s,
+                                "box_after": after,
+                            }
+                        ),
+                        flush=True,
+                    )
+    finally:
+        stop_process(box, limit_s=60)
+
+
+if __name__ == "__main__":
+    main()

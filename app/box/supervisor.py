@@ -1,0 +1,161 @@
+"""Run the lab server inside the box and bring it back after a death, as a container's restart policy would.
+
+The supervisor binds the listening socket itself and hands it to each server (`uvicorn --fd`):
+while a dead box restarts, new clients wait in the kernel's backlog and are served by the next
+incarnation instead of being refused; only the connections the dead server held are lost.
+SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end the loop.
+"""
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from types import FrameType
+
+import httpx
+
+from app.box.launch import server_argv
+from app.box.memory import MEMORY_CAP, MemoryEnforcer
+from app.box.placement import Placement, place
+from app.box.report import summary
+from app.box.state import BoxState
+from app.settings import PROJECT_ROOT, Settings
+
+log = logging.getLogger("app.box")
+
+QUICK_DEATH_S = 10.0  # a server that dies sooner than this is restarted after a growing pause
+MAX_BACKOFF_S = 30.0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: uvicorn cannot set it on an fd it was handed.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def next_backoff(previous_s: float, lived_s: float) -> float:
+    """0 after a server that lived a while; 1, 2, 4 … 30 s after servers that keep dying at once."""
+    if lived_s >= QUICK_DEATH_S:
+        return 0.0
+    return min(MAX_BACKOFF_S, max(1.0, 2 * previous_s))
+
+
+def after_death(state: BoxState, cause: str, detail: str, at: float) -> BoxState:
+    return state.model_copy(
+        update={
+            "incarnation": state.incarnation + 1,
+            "deaths": state.deaths + 1,
+            "memory_deaths": state.memory_deaths + (cause == MEMORY_CAP),
+            "last_death_cause": cause,
+            "last_death_detail": detail,
+            "last_death_at": at,
+        }
+    )
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    host: str
+    port: int
+    placement: Placement
+    sock: socket.socket
+    stopping: bool = False
+    child: "subprocess.Popen[bytes] | None" = None
+
+    def initial_state(self) -> BoxState:
+        return BoxState(
+            cpus=self.placement.cores,
+            cpu_mode=self.placement.cpu_mode,
+            memory_cap_bytes=max(self.settings.memory_cap_bytes, 0),
+            memory_mode=self.placement.memory_mode,
+            cpu_quota_dir=self.placement.quota_dir,
+        )
+
+    def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":
+        env = {
+            **os.environ,
+            "LAB_BOX_STATE": state.model_dump_json(),
+            "LAB_BOX_SLOW": "1" if self.settings.box_seconds_per_review > 0 else "0",
+        }
+        argv = [sys.executable, "-m", "app.box.launch", *self.placement.launch_args(), "--"]
+        argv += server_argv(self.host, self.port, self.sock.fileno())
+        # Its own session: a terminal's Ctrl-C reaches the supervisor only, which forwards it exactly once.
+        return subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, pass_fds=(self.sock.fileno(),), start_new_session=True)
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stopping = True
+        if self.child is not None and self.child.poll() is None:
+            self.child.send_signal(signum)
+
+    def announce(self, child: "subprocess.Popen[bytes]", state: BoxState) -> None:
+        """Once the server answers /health, print what the box is (the first time) or that it is back."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        url = f"http://{host}:{self.port}"
+        while child.poll() is None and not self.stopping:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    box = httpx.get(f"{url}/api/model", timeout=5).json().get("box", {})
+                    line = f"{url}  {summary(state, box.get('calibration'))}"
+                    print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+
+    def run(self) -> int:
+        state = self.initial_state()
+        memory = MemoryEnforcer(self.placement.memory_mode, self.settings.memory_cap_bytes, self.placement.group)
+        backoff = 0.0
+        while True:
+            started = time.monotonic()
+            self.child = self.spawn(state)
+            memory.start(self.child.pid)
+            threading.Thread(target=self.announce, args=(self.child, state), name="box-announce", daemon=True).start()
+            returncode = self.child.wait()
+            if self.stopping:
+                memory.stop()
+                return returncode
+            cause, detail = memory.cause(returncode)
+            state = after_death(state, cause, detail, time.time())
+            backoff = next_backoff(backoff, time.monotonic() - started)
+            log.error(
+                "The box died (%s: %s). Restarting as incarnation %d%s.",
+                cause,
+                detail,
+                state.incarnation,
+                f" in {backoff:.0f} s" if backoff else "",
+            )
+            deadline = time.monotonic() + backoff
+            while not self.stopping and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self.stopping:
+                return returncode
+
+
+def serve(host: str, port: int, settings: Settings | None = None) -> int:
+    settings = settings or Settings()
+    sock = listen(host, port)
+    slow = settings.box_seconds_per_review > 0
+    placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
+    for controller, why in placement.failures.items():
+        log.warning("No %s cgroup (%s): falling back.", controller, why)
+    supervisor = Supervisor(settings, host, port, placement, sock)
+    signal.signal(signal.SIGINT, supervisor.on_signal)
+    signal.signal(signal.SIGTERM, supervisor.on_signal)
+    try:
+        return supervisor.run()
+    finally:
+        placement.close()
+        sock.close()

@@ -1,0 +1,51 @@
+"""What a server says about its box: /api/stats, /api/model and /metrics, inside and outside the box."""
+
+import pytest
+
+from app.box.state import BoxState
+from app.settings import Settings
+from tests.conftest import LabClientFactory
+from tests.fakes import GatedScorer
+
+
+async def test_a_bare_server_says_it_is_not_boxed(lab_client: LabClientFactory) -> None:
+    async with lab_client(GatedScorer(gated=False)) as client:
+        box = (await client.get("/api/stats")).json()["box"]
+        model = (await client.get("/api/model")).json()["box"]
+    assert box["boxed"] is False and box["incarnation"] == 1 and box["last_death"] is None
+    assert model["cpu_mode"].startswith("not enforced") and model["calibration"] is None
+
+
+async def test_a_restarted_box_shows_its_incarnation_and_last_death(lab_client: LabClientFactory) -> None:
+    state = BoxState(
+        incarnation=3,
+        deaths=2,
+        memory_deaths=2,
+        last_death_cause="memory_cap",
+        last_death_detail="the kernel's OOM killer killed it at the cgroup's memory cap",
+        last_death_at=1_796_044_181.0,
+        cpus=[1],
+        cpu_mode="cgroup",
+        memory_cap_bytes=2**30,
+        memory_mode="cgroup",
+    )
+    async with lab_client(GatedScorer(gated=False), box_state=state) as client:
+        box = (await client.get("/api/stats")).json()["box"]
+        model = (await client.get("/api/model")).json()["box"]
+        metrics = (await client.get("/metrics")).text
+    assert box["boxed"] is True and box["incarnation"] == 3 and box["memory_deaths"] == 2
+    assert box["last_death"]["cause"] == "memory_cap" and box["last_death"]["at"] == 1_796_044_181.0
+    assert model["cpus"] == [1] and model["memory_mode"] == "cgroup"
+    assert "review_box_incarnation 3.0" in metrics
+    assert 'review_box_deaths{cause="memory_cap"} 2.0' in metrics
+    assert 'review_box_last_death_timestamp_seconds{cause="memory_cap"} 1.796044181e+09' in metrics
+
+
+def test_the_state_travels_as_json_in_one_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = BoxState(
+        incarnation=2, deaths=1, last_death_cause="signal 9", cpus=[1], cpu_quota_dir="/sys/fs/cgroup/cpu/x"
+    )
+    monkeypatch.setenv("LAB_BOX_STATE", state.model_dump_json())
+    assert Settings().box_state == state
+    monkeypatch.delenv("LAB_BOX_STATE")
+    assert Settings().box_state is None and Settings().box_slow is False  # outside the box: raw

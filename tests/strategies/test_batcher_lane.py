@@ -1,0 +1,142 @@
+"""Path 3's batcher against a real lane and a gated fake model: batches form when the lane can take them."""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.errors import InferenceFailed
+from app.lane import InferenceLane
+from app.paths import Outcome
+from app.strategies.batched import MicroBatcher
+from tests.fakes import GatedScorer
+from tests.waiting import eventually
+
+HOUR = 3600.0  # a window no test waits out: whatever goes, went for another reason
+
+
+def closed(batcher: MicroBatcher, reason: str) -> int:
+    return batcher.snapshot().closed[reason]
+
+
+@pytest.fixture
+async def scorer() -> AsyncIterator[GatedScorer]:
+    yield GatedScorer()
+
+
+@pytest.fixture
+async def lane(scorer: GatedScorer) -> AsyncIterator[InferenceLane]:
+    lane = InferenceLane(scorer)
+    lane.start()
+    yield lane
+    scorer.open()
+    await asyncio.to_thread(lane.stop)
+
+
+async def hold_lane(lane: InferenceLane, scorer: GatedScorer) -> "asyncio.Future[object]":
+    """Another path's job, running on the lane until the test releases the scorer once."""
+    job: asyncio.Future[object] = asyncio.ensure_future(lane.run(["다른 경로의 리뷰"]))
+    await asyncio.to_thread(scorer.wait_entered)
+    return job
+
+
+async def holding(batcher: MicroBatcher, n: int) -> None:
+    async def check() -> bool:
+        return batcher.gathering == n
+
+    await eventually(check)
+
+
+async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: InferenceLane, scorer: GatedScorer) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    blocker = await hold_lane(lane, scorer)
+    before = closed(batcher, "lane_free")
+    texts = [f"리뷰 {i}" for i in range(5)]
+    tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
+    await holding(batcher, 5)
+    assert len(scorer.calls) == 1  # nothing of ours reached the model while the lane was busy
+
+    scorer.release()  # the other path's job ends: the lane frees
+    await blocker
+    await asyncio.to_thread(scorer.wait_entered)
+    assert scorer.calls[1] == texts
+    scorer.release()
+    results = await asyncio.gather(*tasks)
+    assert [r.batch_size for r in results] == [5] * 5
+    assert [r.ranking[0].id for r in results] == [f"echo:{t}" for t in texts]
+    assert closed(batcher, "lane_free") == before + 1
+
+
+async def test_idle_lane_holds_a_lone_request_for_the_window(lane: InferenceLane, scorer: GatedScorer) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    lone = asyncio.create_task(batcher.run("혼자 온 리뷰"))
+    await holding(batcher, 1)
+    for _ in range(100):  # many turns of the loop: only the (hour-long) window could send it
+        await asyncio.sleep(0)
+    assert scorer.calls == []
+    assert batcher.gathering == 1
+    lone.cancel()
+
+
+async def test_idle_lane_sends_a_lone_request_when_the_window_ends(lane: InferenceLane, scorer: GatedScorer) -> None:
+    scorer.open()
+    batcher = MicroBatcher(lane, window_s=0.001, max_size=8)
+    before = {reason: closed(batcher, reason) for reason in ("timer", "full", "lane_free")}
+    result = await batcher.run("혼자 온 리뷰")
+    assert result.batch_size == 1
+    assert scorer.calls == [["혼자 온 리뷰"]]
+    assert closed(batcher, "timer") == before["timer"] + 1
+    assert closed(batcher, "full") == before["full"] and closed(batcher, "lane_free") == before["lane_free"]
+
+
+async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
+    lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    await hold_lane(lane, scorer)
+    before_full, before_free = closed(batcher, "full"), closed(batcher, "lane_free")
+    texts = [f"리뷰 {i}" for i in range(20)]
+    tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
+    await holding(batcher, 20)
+    scorer.open()
+    results = await asyncio.gather(*tasks)
+    assert [len(call) for call in scorer.calls[1:]] == [8, 8, 4]
+    assert [t for call in scorer.calls[1:] for t in call] == texts  # first come, first batched
+    assert sorted(r.batch_size or 0 for r in results) == [4] * 4 + [8] * 16
+    assert closed(batcher, "full") == before_full + 2
+    assert closed(batcher, "lane_free") == before_free + 1
+
+
+async def test_a_request_whose_client_left_is_not_in_the_batch(lane: InferenceLane, scorer: GatedScorer) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    await hold_lane(lane, scorer)
+    tasks = {t: asyncio.create_task(batcher.run(t)) for t in ("남은 리뷰 1", "떠난 리뷰", "남은 리뷰 2")}
+    await holding(batcher, 3)
+    tasks["떠난 리뷰"].cancel()  # what the route does when the client disconnects
+    scorer.open()
+    kept = await asyncio.gather(tasks["남은 리뷰 1"], tasks["남은 리뷰 2"])
+    assert scorer.calls[1] == ["남은 리뷰 1", "남은 리뷰 2"]
+    assert [r.batch_size for r in kept] == [2, 2]
+    assert batcher.skipped_gone == 1
+
+
+async def test_one_bad_text_fails_only_its_own_request() -> None:
+    scorer = GatedScorer(fail_on="독이 든 리뷰")
+    poisoned = InferenceLane(scorer)
+    poisoned.start()
+    try:
+        batcher = MicroBatcher(poisoned, window_s=HOUR, max_size=8)
+        await hold_lane(poisoned, scorer)
+        texts = ["평범한 리뷰 1", "독이 든 리뷰", "평범한 리뷰 2"]
+        tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
+        await holding(batcher, 3)
+        scorer.open()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        scorer.open()
+        await asyncio.to_thread(poisoned.stop)
+    good = [o for o in outcomes if isinstance(o, Outcome)]
+    assert [r.ranking[0].id for r in good] == ["echo:평범한 리뷰 1", "echo:평범한 리뷰 2"]
+    assert isinstance(outcomes[1], InferenceFailed)
+    assert scorer.calls[1:] == [texts, ["평범한 리뷰 1"], ["독이 든 리뷰"], ["평범한 리뷰 2"]]
+    assert batcher.in_flight == 0 and batcher.waiting == 0
