@@ -13,8 +13,8 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.server import ROOT, live_server
-from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
 OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"
