@@ -163,6 +163,7 @@ class _CountingService:
 
 async def test_streams_following_one_job_make_one_read() -> None:
     """The follower reads through the watcher: ten streams on one job cost one store read, not ten."""
+
     class NoStore:
         async def version(self) -> int:
             return 0
