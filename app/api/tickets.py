@@ -28,7 +28,12 @@ NO_SUCH_JOB = answer(404, "No such job")
 async def job_request(
     job: JobIn,
     request: Request,
-    idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
+    idempotency_key: Annotated[
+        str | None,
+        # The pattern only documents the rule (at least one non-space character); the check below
+        # enforces it with its own message.
+        Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS, json_schema_extra={"pattern": r"\S"}),
+    ] = None,
 ) -> JobRequest:
     text = check_text(job.text, get_lab(request).settings.max_text_chars)
     if job.webhook_url is not None:
