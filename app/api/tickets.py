@@ -130,6 +130,11 @@ def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None], drain:
     responses=answers(
         answer(202, "A ticket: its id, position and ETA", *TICKET_HEADERS),
         INPUT_ERRORS,
+        answer(
+            422,
+            "Blank, invisible, overlong or malformed review, an empty Idempotency-Key, or a refused `webhook_url`"
+            " (webhooks off on this box, or a host that is not public or does not resolve)",
+        ),
         answer(409, "Idempotency-Key already used with a different body"),
         answer(429, "Too many tickets waiting (over {queue_max_jobs}); see Retry-After", "Retry-After"),
     ),
