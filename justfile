@@ -99,6 +99,11 @@ test: setup lint
 test-fast:
     pytest -m "not slow and not browser and not prometheus"
 
+# Schemathesis `--checks all`, 1,000 examples per operation, against a live server on each store (memory, sqlite, the Redis at 127.0.0.1:6379); ~3-5 min per store; not part of `test` (docs/reliability.md, "Probe rerun").
+[group('tests')]
+fuzz *args:
+    python -m tools.fuzz_live {{args}}
+
 # ---------------------------------------------------------------- bench
 
 # Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path in the box, then ③ beside LitServe (docs/bench/).

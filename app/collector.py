@@ -13,7 +13,8 @@ from prometheus_client.registry import Collector
 
 from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
-from app.metrics import BATCH_CLOSE_REASONS, HELP, PATHS, REJECTION_REASONS, RequestTally
+from app.metrics import HELP, PATHS, REJECTION_REASONS, RequestTally
+from app.strategies.batch import BATCH_CLOSE_REASONS
 from app.strategies.tickets import TicketsSnapshot
 from app.tally import TallySnapshot
 

@@ -19,7 +19,8 @@ from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, load_topics
 from app.paths import Pipeline, PipelineSnapshot
 from app.settings import Settings
-from app.strategies.batched import BatcherSnapshot, MicroBatcher
+from app.strategies.batch import BatcherSnapshot
+from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate, SeatsSnapshot
 from app.strategies.naive import NaiveRunner, NaiveSnapshot
 from app.strategies.ticket_config import LocalRun, Signals, ticket_configs

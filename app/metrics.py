@@ -44,7 +44,8 @@ REJECTION_REASONS = {
     "batched": ("queue_too_long",),
     "tickets": ("job_queue_full",),
 }
-BATCH_CLOSE_REASONS = ("full", "timer", "lane_free")
+# The batches' close reasons are BATCH_CLOSE_REASONS in app/strategies/batch.py, beside the
+# batcher that counts them: nothing in app/ but the collector and the middleware imports this module.
 LANE_SKIP_REASONS = ("gone", "deadline")
 
 # Only submissions count as prediction requests; polls of a ticket do not.

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from app.errors import TABLE, InvalidReview, LabError
 from app.jobs.models import JobStatus, WebhookState
-from app.jobs.webhooks import MAX_URL_CHARS
+from app.jobs.ssrf import MAX_URL_CHARS
 from app.settings import Settings
 
 MIN_TIME_IN_QUEUE_S = 1.0

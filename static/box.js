@@ -1,7 +1,7 @@
 // The live box panel and the random-weights banner (from /api/model).
 // The panel listens on a WebSocket (/api/stats/live pushes the JSON of /api/stats twice a second):
 // during a burst the page's requests hold all six of the browser's connections to the box, and a poll
-// would queue behind them; a WebSocket is not counted against those six (measured: docs/burst-page-live.md).
+// would queue behind them; a WebSocket is not counted against those six (measured: docs/burst-page.md).
 // If the socket fails, the panel polls /api/stats and says so; it always shows how old its values are.
 // Everything shown comes from the API; nothing is computed or invented on the page.
 "use strict";

@@ -5,21 +5,19 @@ browser opens at most six connections to one server, and these tests assert what
 (rather than what an ideal simultaneous burst would do): see `burst.py` for the latter.
 """
 
-import os
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Request, Route
 
+from tests.browser import browser
 from tests.server import ROOT, LiveServer, live_server, slowed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+__all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 SECONDS_PER_REVIEW = 0.5
 BURST = 12
@@ -45,18 +43,6 @@ READ_ROWS = """() => {
 }"""
 
 Row = dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI: `just setup` installs it")
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

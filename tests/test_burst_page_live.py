@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
+from tests.browser import browser
 from tests.server import LiveServer, live_server, slowed
-from tests.test_burst_page import SCREENSHOTS, browser
+from tests.test_burst_page import SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-__all__ = ["browser"]  # the module-scoped Chromium fixture, shared with test_burst_page
+__all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
 
 SECONDS_PER_REVIEW = 1
 BURST = 12

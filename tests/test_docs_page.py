@@ -5,31 +5,19 @@ what the box serves. A request to any host other than the server's loopback addr
 and recorded, and the test asserts there were none.
 """
 
-import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Route, expect
 
+from tests.browser import browser
 from tests.server import LiveServer, live_server
-from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+__all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI: `just setup` installs it")
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

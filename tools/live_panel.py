@@ -1,7 +1,7 @@
 """Measures whether the burst page's status panel stays live during a burst, over the WebSocket and over
 the polling fallback, in headless Chromium against a live server (tiny model slowed to 1 s a review).
 
-Not a test: it prints what it saw, for docs/burst-page-live.md. Timing, so take the CPU lock:
+Not a test: it prints what it saw, for docs/burst-page.md. Timing, so take the CPU lock:
 
     flock /tmp/lab-cpu.lock .venv/bin/python -m tools.live_panel
 """
@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 
 from playwright.sync_api import Browser, WebSocketRoute, sync_playwright
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.server import live_server, slowed
-from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 BURST = 12
 SAMPLE_S = 0.1

@@ -17,8 +17,8 @@ from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from app.bench.serverproc import ServerProcess
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.server import ROOT
-from tests.test_burst_page import CHROMIUM, CHROMIUM_ARGS
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
 OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"

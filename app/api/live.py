@@ -3,7 +3,7 @@
 Why a WebSocket and not a faster poll: during a burst the page's own requests hold all six of the
 browser's HTTP/1.1 connections to this host, so a poll of /api/stats waits behind them and the panel
 freezes at the very moment students look at it. Chromium keeps WebSockets out of that pool of six
-(measured in docs/burst-page-live.md), so one socket opened with the page keeps talking during any burst.
+(measured in docs/burst-page.md), so one socket opened with the page keeps talking during any burst.
 """
 
 import asyncio

@@ -28,7 +28,12 @@ NO_SUCH_JOB = answer(404, "No such job")
 async def job_request(
     job: JobIn,
     request: Request,
-    idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
+    idempotency_key: Annotated[
+        str | None,
+        # The pattern only documents the rule (at least one non-space character); the check below
+        # enforces it with its own message.
+        Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS, json_schema_extra={"pattern": r"\S"}),
+    ] = None,
 ) -> JobRequest:
     text = check_text(job.text, get_lab(request).settings.max_text_chars)
     if job.webhook_url is not None:
@@ -125,6 +130,11 @@ def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None], drain:
     responses=answers(
         answer(202, "A ticket: its id, position and ETA", *TICKET_HEADERS),
         INPUT_ERRORS,
+        answer(
+            422,
+            "Blank, invisible, overlong or malformed review, an empty Idempotency-Key, or a refused `webhook_url`"
+            " (webhooks off on this box, or a host that is not public or does not resolve)",
+        ),
         answer(409, "Idempotency-Key already used with a different body"),
         answer(429, "Too many tickets waiting (over {queue_max_jobs}); see Retry-After", "Retry-After"),
     ),

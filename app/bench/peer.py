@@ -119,15 +119,22 @@ class PinnedServer:
         self._process.wait()
 
 
-def scenarios(capacity: float, duration_s: float) -> dict[str, LoadConfig]:
-    """Burst scenarios send once and wait; open loops send for `duration_s` at a multiple of capacity."""
+def scenarios(capacity: float, duration_s: float, seed: int = 1) -> dict[str, LoadConfig]:
+    """Burst scenarios send once and wait; open loops send for `duration_s` at a multiple of capacity.
+
+    Every scenario carries a text seed, so both servers get the same reviews in the same order:
+    one sample review costs 0.34-2.19 s on the core, and two random draws of 12 differ in total
+    work by up to ±40 %, which is the size of the gap they would be read as (docs/batching.md).
+    """
     plans = {
-        "burst 12": LoadConfig(url="", path="", mode="open", burst=12, every_s=1e9, duration_s=1.0, drain_s=300),
-        "burst 50": LoadConfig(url="", path="", mode="open", burst=50, every_s=1e9, duration_s=1.0, drain_s=300),
+        f"burst {n}": LoadConfig(
+            url="", path="", mode="open", burst=n, every_s=1e9, duration_s=1.0, drain_s=300, seed=seed
+        )
+        for n in (12, 50)
     }
     for factor in (0.8, 2.0):
         plans[f"open {factor:g}× ({factor * capacity:.2f}/s, {duration_s:g} s)"] = LoadConfig(
-            url="", path="", mode="open", rate=factor * capacity, duration_s=duration_s, drain_s=240
+            url="", path="", mode="open", rate=factor * capacity, duration_s=duration_s, drain_s=240, seed=seed
         )
     return plans
 
@@ -194,6 +201,13 @@ def capacity_from_curve(path: Path) -> float:
     return 1.0 / (float(fit["a_s"]) + float(fit["b_s"]))
 
 
+def keep_client_off(core: int) -> None:
+    """Pin this process (the client) to every CPU but the servers' one, so it never takes their core."""
+    others = set(os.sched_getaffinity(0)) - {core}
+    if others:
+        os.sched_setaffinity(0, others)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
@@ -201,13 +215,15 @@ def main() -> None:
     parser.add_argument("--capacity", type=float, help="reviews/s one at a time (default: from the cost curve)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of each open loop")
     parser.add_argument("--only", nargs="*", help="scenario name prefixes to run (default: all)")
+    parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to both)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench")
     args = parser.parse_args()
 
     capacity = args.capacity or capacity_from_curve(CURVE)
+    keep_client_off(args.core)
     started, load_at_start = datetime.now(UTC), os.getloadavg()
     rows: list[Row] = []
-    for scenario, config in scenarios(capacity, args.duration).items():
+    for scenario, config in scenarios(capacity, args.duration, args.seed).items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
             continue
         for server in SERVERS:  # back to back, same core, same scenario
@@ -218,8 +234,9 @@ def main() -> None:
     load = os.getloadavg()
     header = (
         f"Measured {started:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC on {machine()}, both servers pinned to "
-        f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core. Load average "
-        f"(1/5/15 min) at the start {load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
+        f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core; both get the same "
+        f"reviews (seed {args.seed}). Load average (1/5/15 min) at the start "
+        f"{load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
         f"at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
         f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s."
     )

@@ -1,4 +1,4 @@
-"""Jobs in Redis: one queue shared by several boxes; every transition is one Lua script.
+"""Jobs in Redis: one queue shared by several boxes; every transition is one Lua script (in lua/).
 
 Keys under one prefix (`?prefix=` in the URL, default `lab:jobs`):
 `{p}:job:{id}` hash (each field JSON), `{p}:queued` zset by seq, `{p}:running` zset by
@@ -9,7 +9,9 @@ Scripts build key names from the prefix, so this assumes one Redis, not a cluste
 """
 
 import asyncio
+import functools
 import json
+from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
@@ -33,175 +35,15 @@ POOL_TIMEOUT_S = 10.0
 # /health asks Redis for a PING; longer than this is as good as no answer.
 PING_TIMEOUT_S = 2.0
 
-LUA_COMMON = """
-local prefix = ARGV[1]
-local terminal = {done=true, failed=true, expired=true, canceled=true}
-local function jobkey(id) return prefix .. ':job:' .. id end
-local function get(key, name)
-  local raw = redis.call('HGET', key, name)
-  if not raw then return nil end
-  local value = cjson.decode(raw)
-  if value == cjson.null then return nil end
-  return value
-end
-local function num(s) if s == nil or s == '' then return 0 end return tonumber(s) end
-local function index(id, old, new, seq, lease, finished, wstate, wnext)
-  if old == 'queued' then redis.call('ZREM', prefix .. ':queued', id) end
-  if old == 'running' then redis.call('ZREM', prefix .. ':running', id) end
-  if new == 'queued' then redis.call('ZADD', prefix .. ':queued', seq, id) end
-  if new == 'running' then redis.call('ZADD', prefix .. ':running', num(lease), id) end
-  if terminal[new] and not (old and terminal[old]) then
-    redis.call('ZADD', prefix .. ':finished', num(finished), id)
-    redis.call('HINCRBY', prefix .. ':counts', new, 1)
-  end
-  if wstate == 'pending' then
-    redis.call('ZADD', prefix .. ':webhooks', num(wnext), id)
-  else
-    redis.call('ZREM', prefix .. ':webhooks', id)
-  end
-end
-"""
+# The scripts live in lua/ beside this module, so they are read, diffed and linted as Lua;
+# each is sent with common.lua's helpers in front, since a Redis script cannot include another.
 
-# ARGV: prefix, id, idempotency key or '', max queued or '', status, lease_until, finished_at,
-# webhook_state, webhook_next_at, then field/value pairs.
-# Returns {1, seq, jobs queued or running before it}, {0, id holding the key} or {2, jobs queued}
-# when the queue is full.
-LUA_ADD = (
-    LUA_COMMON
-    + """
-local id, idem = ARGV[2], ARGV[3]
-if idem ~= '' then
-  local held = redis.call('GET', prefix .. ':idem:' .. idem)
-  if held then return {0, held} end
-end
-if ARGV[5] == 'queued' and ARGV[4] ~= '' then
-  local queued = redis.call('ZCARD', prefix .. ':queued')
-  if queued >= tonumber(ARGV[4]) then return {2, queued} end
-end
-local seq = redis.call('INCR', prefix .. ':seq')
-local key = jobkey(id)
-redis.call('HSET', key, 'seq', seq, unpack(ARGV, 10))
-local ahead = 0
-if ARGV[5] == 'queued' then
-  ahead = redis.call('ZCARD', prefix .. ':queued') + redis.call('ZCARD', prefix .. ':running')
-  redis.call('HSET', key, 'ahead_at_add', ahead)
-end
-if idem ~= '' then redis.call('SET', prefix .. ':idem:' .. idem, id) end
-index(id, nil, ARGV[5], seq, ARGV[6], ARGV[7], ARGV[8], ARGV[9])
-redis.call('INCR', prefix .. ':version')
-return {1, seq, ahead}
-"""
-)
 
-# ARGV: prefix, id, expected status, owner, attempts, lapsed_by, webhook_attempts ('' = any),
-# new status, lease_until, finished_at, webhook_state, webhook_next_at, then field/value pairs.
-LUA_REPLACE = (
-    LUA_COMMON
-    + """
-local id = ARGV[2]
-local key = jobkey(id)
-local old = get(key, 'status')
-if old == nil or old ~= ARGV[3] then return 0 end
-local new = ARGV[8]
-if terminal[old] and new ~= old then return 0 end
-if ARGV[4] ~= '' and get(key, 'owner') ~= ARGV[4] then return 0 end
-if ARGV[5] ~= '' and get(key, 'attempts') ~= tonumber(ARGV[5]) then return 0 end
-if ARGV[6] ~= '' then
-  local lease = get(key, 'lease_until')
-  if lease == nil or lease > tonumber(ARGV[6]) then return 0 end
-end
-if ARGV[7] ~= '' and get(key, 'webhook_attempts') ~= tonumber(ARGV[7]) then return 0 end
-redis.call('HSET', key, unpack(ARGV, 13))
-index(id, old, new, get(key, 'seq'), ARGV[9], ARGV[10], ARGV[11], ARGV[12])
-redis.call('INCR', prefix .. ':version')
-return 1
-"""
-)
-
-# ARGV: prefix, owner, lease_s, now, scan limit. Returns the claimed job's hash, or nil.
-LUA_CLAIM = (
-    LUA_COMMON
-    + """
-local owner, lease_s, now = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-for _, id in ipairs(redis.call('ZRANGE', prefix .. ':queued', 0, tonumber(ARGV[5]) - 1)) do
-  local key = jobkey(id)
-  local attempts = get(key, 'attempts') or 0
-  local expires = get(key, 'expires_at')
-  local overdue = attempts == 0 and expires ~= nil and expires < now
-  if (get(key, 'run_at') or 0) <= now and not overdue then
-    local lease = now + lease_s
-    redis.call('HSET', key, 'status', '"running"', 'owner', cjson.encode(owner),
-      'attempts', string.format('%d', attempts + 1), 'started_at', ARGV[4],
-      'lease_until', string.format('%.17g', lease))
-    redis.call('ZREM', prefix .. ':queued', id)
-    redis.call('ZADD', prefix .. ':running', lease, id)
-    redis.call('INCR', prefix .. ':version')
-    return redis.call('HGETALL', key)
-  end
-end
-return false
-"""
-)
-
-# ARGV: prefix, owner, lease_s, now. Returns the ids the owner still holds running.
-LUA_HEARTBEAT = (
-    LUA_COMMON
-    + """
-local owner, lease = ARGV[2], tonumber(ARGV[4]) + tonumber(ARGV[3])
-redis.call('ZADD', prefix .. ':workers', lease, owner)
-local held = {}
-for _, id in ipairs(redis.call('ZRANGE', prefix .. ':running', 0, -1)) do
-  local key = jobkey(id)
-  if get(key, 'owner') == owner then
-    redis.call('HSET', key, 'lease_until', string.format('%.17g', lease))
-    redis.call('ZADD', prefix .. ':running', lease, id)
-    table.insert(held, id)
-  end
-end
-return held
-"""
-)
-
-# ARGV: prefix, before, limit. Drops finished jobs (not those with a webhook still due).
-LUA_FORGET = (
-    LUA_COMMON
-    + """
-local dropped = 0
-local ids = redis.call('ZRANGEBYSCORE', prefix .. ':finished', '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do
-  local key = jobkey(id)
-  if get(key, 'webhook_state') ~= 'pending' then
-    local idem = get(key, 'idempotency_key')
-    if idem then redis.call('DEL', prefix .. ':idem:' .. idem) end
-    local status = get(key, 'status')
-    if status then redis.call('HINCRBY', prefix .. ':counts', status, -1) end
-    redis.call('DEL', key)
-    redis.call('ZREM', prefix .. ':finished', id)
-    dropped = dropped + 1
-  end
-end
-redis.call('ZREMRANGEBYSCORE', prefix .. ':workers', '-inf', '(' .. ARGV[2])
-if dropped > 0 then redis.call('INCRBY', prefix .. ':version', dropped) end
-return dropped
-"""
-)
-
-# ARGV: prefix, id. Returns {jobs ahead, their chars summed}, or nil if the job is not queued.
-LUA_AHEAD = (
-    LUA_COMMON
-    + """
-local queued = prefix .. ':queued'
-local rank = redis.call('ZRANK', queued, ARGV[2])
-if not rank then return false end
-local chars = 0
-if rank > 0 then
-  for _, id in ipairs(redis.call('ZRANGE', queued, 0, rank - 1)) do
-    chars = chars + num(redis.call('HGET', jobkey(id), 'chars'))
-  end
-end
-return {rank, chars}
-"""
-)
+@functools.cache
+def lua(name: str) -> str:
+    """The source of script `name`, read once per process, common helpers first."""
+    folder = resources.files("app.jobs").joinpath("lua")
+    return folder.joinpath("common.lua").read_text("utf-8") + folder.joinpath(f"{name}.lua").read_text("utf-8")
 
 
 def split_prefix(url: str) -> tuple[str, str]:
@@ -226,12 +68,12 @@ class RedisJobStore:
             redis_url, max_connections=POOL_MAX_CONNECTIONS, timeout=POOL_TIMEOUT_S, decode_responses=True
         )
         self._redis: Redis = Redis.from_pool(pool)
-        self._add = self._redis.register_script(LUA_ADD)
-        self._replace = self._redis.register_script(LUA_REPLACE)
-        self._claim = self._redis.register_script(LUA_CLAIM)
-        self._heartbeat = self._redis.register_script(LUA_HEARTBEAT)
-        self._forget = self._redis.register_script(LUA_FORGET)
-        self._ahead = self._redis.register_script(LUA_AHEAD)
+        self._add = self._redis.register_script(lua("add"))
+        self._replace = self._redis.register_script(lua("replace"))
+        self._claim = self._redis.register_script(lua("claim"))
+        self._heartbeat = self._redis.register_script(lua("heartbeat"))
+        self._forget = self._redis.register_script(lua("forget"))
+        self._ahead = self._redis.register_script(lua("ahead"))
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}:{name}"

@@ -5,7 +5,6 @@ write runs in a `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock f
 """
 
 import asyncio
-import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -14,35 +13,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app.errors import StoreUnavailable
+from app.jobs import sqlite_rows as rows
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue
 
 T = TypeVar("T")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    status TEXT NOT NULL,
-    idempotency_key TEXT UNIQUE,
-    lease_until REAL,
-    finished_at REAL,
-    webhook_state TEXT,
-    webhook_next_at REAL,
-    doc TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, seq);
-CREATE INDEX IF NOT EXISTS jobs_by_webhook ON jobs (webhook_state, webhook_next_at);
-CREATE TABLE IF NOT EXISTS workers (owner TEXT PRIMARY KEY, seen_until REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);
-"""
-
 
 class SqliteJobStore:
     """One connection, used only from one dedicated thread, so the event loop never blocks on disk.
 
-    `doc` holds the whole record; the other columns copy the fields that queries select on.
+    The table and the row mapping are in sqlite_rows.py; this class owns the thread, the
+    transactions and the store's operations.
     """
 
     def __init__(self, path: Path) -> None:
@@ -56,13 +38,7 @@ class SqliteJobStore:
         return self
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # FULL: a committed ticket survives even a power cut, not only a killed process.
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.executescript(SCHEMA)
-        self._conn = conn
+        self._conn = rows.connect(self.path)
         stat = os.stat(self.path)
         self._inode = (stat.st_dev, stat.st_ino)
 
@@ -105,43 +81,6 @@ class SqliteJobStore:
         db.execute("COMMIT")
         return outcome
 
-    @staticmethod
-    def _row(job: Job) -> dict[str, Any]:
-        return {
-            "id": job.id,
-            "status": job.status.value,
-            "idempotency_key": job.idempotency_key,
-            "lease_until": job.lease_until,
-            "finished_at": job.finished_at,
-            "webhook_state": None if job.webhook_state is None else job.webhook_state.value,
-            "webhook_next_at": job.webhook_next_at,
-            "doc": json.dumps(job.to_dict(), ensure_ascii=False),
-        }
-
-    @staticmethod
-    def _job(doc: str, seq: int) -> Job:
-        job = Job.from_dict(json.loads(doc))
-        job.seq = seq
-        return job
-
-    def _select(self, db: sqlite3.Connection, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
-        rows = db.execute(f"SELECT doc, seq FROM jobs WHERE {where}", params).fetchall()
-        return [self._job(doc, seq) for doc, seq in rows]
-
-    def _update(self, db: sqlite3.Connection, job: Job) -> None:
-        row = self._row(job)
-        db.execute(
-            "UPDATE jobs SET status=:status, lease_until=:lease_until, finished_at=:finished_at, "
-            "webhook_state=:webhook_state, webhook_next_at=:webhook_next_at, doc=:doc WHERE id=:id",
-            row,
-        )
-
-    @staticmethod
-    def _bump(db: sqlite3.Connection, changes: int = 1) -> None:
-        """Count job changes in the same transaction, for watchers on every box (not lease renewals)."""
-        if changes:
-            db.execute("UPDATE meta SET value = value + ? WHERE name = 'version'", (changes,))
-
     async def add(self, job: Job, max_queued: int | None = None) -> tuple[Job, bool]:
         problem = await self.check()
         if problem is not None:  # a 202 now would be a promise no restart keeps
@@ -149,7 +88,7 @@ class SqliteJobStore:
 
         def add(db: sqlite3.Connection) -> tuple[Job, bool]:
             if job.idempotency_key is not None:
-                held = self._select(db, "idempotency_key = ?", (job.idempotency_key,))
+                held = rows.select(db, "idempotency_key = ?", (job.idempotency_key,))
                 if held:
                     return held[0], False
             if job.status is JobStatus.QUEUED and max_queued is not None:
@@ -159,35 +98,27 @@ class SqliteJobStore:
             if job.status is JobStatus.QUEUED:  # inside the write lock: no other insert or claim between
                 row = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()
                 job.ahead_at_add = int(row[0])
-            row = self._row(job)
-            cursor = db.execute(
-                "INSERT INTO jobs (id, status, idempotency_key, lease_until, finished_at, webhook_state, "
-                "webhook_next_at, doc) VALUES (:id, :status, :idempotency_key, :lease_until, :finished_at, "
-                ":webhook_state, :webhook_next_at, :doc)",
-                row,
-            )
-            assert cursor.lastrowid is not None
-            job.seq = cursor.lastrowid
-            self._update(db, job)  # the doc carries its seq too
-            self._bump(db)
+            job.seq = rows.insert(db, job)
+            rows.update(db, job)  # the doc carries its seq too
+            rows.bump(db)
             return job, True
 
         return await self._call(self._write, add)
 
     async def get(self, job_id: str) -> Job | None:
-        jobs = await self._call(self._select, self._db, "id = ?", (job_id,))
+        jobs = await self._call(rows.select, self._db, "id = ?", (job_id,))
         return jobs[0] if jobs else None
 
     async def get_by_idempotency_key(self, key: str) -> Job | None:
-        jobs = await self._call(self._select, self._db, "idempotency_key = ?", (key,))
+        jobs = await self._call(rows.select, self._db, "idempotency_key = ?", (key,))
         return jobs[0] if jobs else None
 
     async def claim_next(self, owner: str, lease_s: float, now: float) -> Job | None:
         def claim(db: sqlite3.Connection) -> Job | None:
-            for job in self._select(db, "status = 'queued' ORDER BY seq LIMIT ?", (CLAIM_SCAN,)):
+            for job in rows.select(db, "status = 'queued' ORDER BY seq LIMIT ?", (CLAIM_SCAN,)):
                 if is_due(job, now):
-                    self._update(db, claimed(job, owner, lease_s, now))
-                    self._bump(db)
+                    rows.update(db, claimed(job, owner, lease_s, now))
+                    rows.bump(db)
                     return job
             return None
 
@@ -195,11 +126,11 @@ class SqliteJobStore:
 
     async def replace(self, job: Job, expect: Expect) -> bool:
         def replace(db: sqlite3.Connection) -> bool:
-            current = self._select(db, "id = ?", (job.id,))
+            current = rows.select(db, "id = ?", (job.id,))
             if not current or not expect.holds(current[0], job):
                 return False
-            self._update(db, job)
-            self._bump(db)
+            rows.update(db, job)
+            rows.bump(db)
             return True
 
         return await self._call(self._write, replace)
@@ -212,25 +143,25 @@ class SqliteJobStore:
                 (owner, now + lease_s),
             )
             held = set()
-            for job in self._select(db, "status = 'running'"):
+            for job in rows.select(db, "status = 'running'"):
                 if job.owner == owner:
                     job.lease_until = now + lease_s
-                    self._update(db, job)
+                    rows.update(db, job)
                     held.add(job.id)
             return held
 
         return await self._call(self._write, beat)
 
     async def lapsed(self, now: float) -> list[Job]:
-        return await self._call(self._select, self._db, "status = 'running' AND lease_until < ?", (now,))
+        return await self._call(rows.select, self._db, "status = 'running' AND lease_until < ?", (now,))
 
     async def overdue(self, now: float) -> list[Job]:
-        queued = await self._call(self._select, self._db, "status = 'queued' ORDER BY seq")
+        queued = await self._call(rows.select, self._db, "status = 'queued' ORDER BY seq")
         return [job for job in queued if is_overdue(job, now)]
 
     async def webhooks_due(self, now: float, limit: int) -> list[Job]:
         return await self._call(
-            self._select,
+            rows.select,
             self._db,
             "webhook_state = ? AND webhook_next_at <= ? ORDER BY webhook_next_at LIMIT ?",
             (WebhookState.PENDING.value, now, limit),
@@ -288,7 +219,7 @@ class SqliteJobStore:
                 "AND (webhook_state IS NULL OR webhook_state != 'pending')",
                 (before,),
             )
-            self._bump(db, cursor.rowcount)
+            rows.bump(db, cursor.rowcount)
             return cursor.rowcount
 
         return await self._call(self._write, forget)

@@ -10,6 +10,7 @@ changes wake them at once through `notify`.
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -38,7 +39,9 @@ class StoreWatcher:
         # wake-up, never a missed change.
         self._last: int | None = None
         self._waiting = 0
-        self._reads: dict[str, asyncio.Task[Any]] = {}  # reads begun since the last change
+        # Reads begun since the last change, with when each began: shared while in flight or
+        # younger than one poll, so a time-based answer (an ETA) is never older than that.
+        self._reads: dict[str, tuple[float, asyncio.Task[Any]]] = {}
         self._task: asyncio.Task[None] | None = None
         self.polls = 0  # version reads so far: one per round, not one per follower
 
@@ -53,14 +56,14 @@ class StoreWatcher:
         changed.set()
 
     async def read(self, key: str, fetch: Callable[[], Awaitable[T]]) -> T:
-        """`fetch()`, shared by every caller asking for `key` until the next change: a change
+        """`fetch()`, shared by every caller asking for `key` until the next change (or one poll): a change
         wakes all followers of a job at once, and one read answers them all (100 streams on
         the same 20 tickets make 20 reads per change, not 2,000)."""
-        task = self._reads.get(key)
-        if task is None:
+        began, task = self._reads.get(key, (0.0, None))
+        if task is None or (task.done() and time.monotonic() - began >= self._poll_s):
             task = asyncio.ensure_future(fetch())
             task.add_done_callback(_retrieve)  # an error nobody is left to await is not an error
-            self._reads[key] = task
+            self._reads[key] = (time.monotonic(), task)
         result: T = await asyncio.shield(task)  # one leaving follower must not cancel the others' read
         return result
 

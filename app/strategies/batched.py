@@ -2,36 +2,16 @@
 
 import asyncio
 import contextlib
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from app.errors import BoxFull, InferenceFailed
-from app.lane import InferenceLane, LaneResult
-from app.metrics import BATCH_CLOSE_REASONS
+from app.errors import BoxFull
+from app.lane import InferenceLane
 from app.paths import Outcome
-from app.tally import BATCH_SIZE_BUCKETS, Tally, TallySnapshot
+from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
+from app.tally import BATCH_SIZE_BUCKETS, Tally
 
 PATH = "batched"
-
-
-@dataclass(frozen=True, slots=True)
-class BatcherSnapshot:
-    in_flight: int
-    waiting: int
-    last_batch_size: int
-    skipped_gone: int
-    closed: dict[str, int]  # batches sent to the lane, by why they went
-    sizes: TallySnapshot
-    rejections: dict[str, int]
-
-
-@dataclass(slots=True)
-class _Waiter:
-    text: str
-    future: "asyncio.Future[Outcome]"
-    arrived: float = field(default_factory=time.monotonic)
 
 
 class MicroBatcher:
@@ -63,8 +43,8 @@ class MicroBatcher:
         self._window_s = window_s
         self._max_size = max_size
         self._max_wait_s = max_wait_s
-        self._open: list[_Waiter] = []
-        self._full: deque[list[_Waiter]] = deque()  # closed by size, not yet on the lane
+        self._open: list[Waiter] = []
+        self._full: deque[list[Waiter]] = deque()  # closed by size, not yet on the lane
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queued_on_lane = False  # one of our batches is on the lane's queue, not started
@@ -112,7 +92,7 @@ class MicroBatcher:
                 predicted - self._max_wait_s + self._lane.room.per_review_s,
             )
         loop = self._loop = asyncio.get_running_loop()
-        waiter = _Waiter(text, loop.create_future())
+        waiter = Waiter(text, loop.create_future())
         if not self._open and self._lane_can_take():
             self._start_timer(loop)
         self._open.append(waiter)
@@ -169,7 +149,7 @@ class MicroBatcher:
             batch, self._open = self._open, []
             self._send(batch, "lane_free")
 
-    def _send(self, waiters: list[_Waiter], reason: str) -> bool:
+    def _send(self, waiters: list[Waiter], reason: str) -> bool:
         """Hand a batch, less the waiters whose client left, to the lane; False if none were left."""
         batch = [w for w in waiters if not w.future.done()]
         if gone := len(waiters) - len(batch):
@@ -184,7 +164,7 @@ class MicroBatcher:
         task.add_done_callback(self._running.discard)
         return True
 
-    async def _infer(self, batch: list[_Waiter]) -> None:
+    async def _infer(self, batch: list[Waiter]) -> None:
         loop = asyncio.get_running_loop()
         started = finished = False
 
@@ -229,12 +209,12 @@ class MicroBatcher:
             await self._retry_alone(batch, failure)
             return
         self.last_batch_size = len(batch)
-        self._resolve(batch, result)
+        resolve(batch, result)
 
-    async def _retry_alone(self, batch: list[_Waiter], exc: Exception) -> None:
+    async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
         """A batch failed: score each member alone, so only the text that fails gets an error."""
         if len(batch) == 1:
-            self._fail(batch[0], exc, 1)
+            fail(batch[0], exc, 1)
             return
         for w in batch:
             if w.future.done():
@@ -242,21 +222,9 @@ class MicroBatcher:
             try:
                 result = await self._lane.run([w.text])
             except Exception as alone:
-                self._fail(w, alone, 1)
+                fail(w, alone, 1)
             else:
-                self._resolve([w], result)
-
-    @staticmethod
-    def _fail(waiter: _Waiter, exc: BaseException, size: int) -> None:
-        if not waiter.future.done():
-            waiter.future.set_exception(InferenceFailed(f"Inference failed for this review (batch of {size}): {exc}"))
-
-    @staticmethod
-    def _resolve(batch: list[_Waiter], result: LaneResult) -> None:
-        for w, ranking in zip(batch, result.rankings, strict=True):
-            if not w.future.done():
-                wait_s = result.started_at - w.arrived
-                w.future.set_result(Outcome(ranking, wait_s, result.infer_s, len(batch)))
+                resolve([w], result)
 
     @staticmethod
     def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

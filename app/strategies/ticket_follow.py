@@ -52,7 +52,8 @@ class TicketFollower:
         while True:
             since = self._signals.watch.mark()  # before the read: a change after it ends the wait below
             try:
-                ticket = await self._service.status(job_id)
+                # One read per change, shared by every stream following this job (app/jobs/watch.py).
+                ticket = await self._signals.watch.read(job_id, lambda: self._service.status(job_id))
             except JobNotFound:
                 return
             job = ticket.job

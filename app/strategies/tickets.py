@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from app.errors import IdempotencyConflict, InvalidJob, JobAlreadyFinished, JobNotFound, JobQueueFull, WebhookRefused
 from app.jobs import lifecycle
 from app.jobs.models import Expect, Job, JobStatus
+from app.jobs.ssrf import resolve_target
 from app.jobs.store import Ahead, JobStore, QueueFull, empty_counts
-from app.jobs.webhooks import resolve_target
 from app.paths import Pipeline
 from app.room import Room
 from app.schema import MAX_FOLLOWED_JOBS, MIN_TIME_IN_QUEUE_S

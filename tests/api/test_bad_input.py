@@ -105,3 +105,16 @@ async def test_openapi_states_the_ticket_queue_time_bounds(lab_client: LabClient
     bound = documented["components"]["schemas"]["JobIn"]["properties"]["max_time_in_queue_s"]
     assert (bound["minimum"], bound["maximum"]) == (1.0, 900)
     assert refused.status_code == 422 and "between 1 and 900" in refused.json()["detail"]
+
+
+async def test_openapi_says_why_a_schema_valid_ticket_can_still_get_422(lab_client: LabClientFactory) -> None:
+    """Found by `just fuzz` (2026-11-30): schema-valid `webhook_url`s got 422 `webhook_refused` (webhooks off,
+    or a host that is not public or does not resolve: nothing a schema can say); the 422's description now does."""
+    async with lab_client(GatedScorer(gated=False)) as client:
+        documented = (await client.get("/api/openapi.json")).json()
+        refused = await client.post(
+            "/api/queue/jobs", json={"text": "웹훅 리뷰", "webhook_url": "https://example.com/h"}
+        )
+    assert refused.status_code == 422 and refused.json()["error"] == "webhook_refused"
+    described = documented["paths"]["/api/queue/jobs"]["post"]["responses"]["422"]["description"]
+    assert "webhook_url" in described and "Idempotency-Key" in described

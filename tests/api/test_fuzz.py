@@ -1,6 +1,7 @@
 """Fuzz every operation from the lab's own OpenAPI document: never a 500, and the lane survives.
 
-Bounded (a few dozen examples per operation) and against a fake scorer, so it runs in CI.
+Bounded (a few dozen examples per operation) and against a fake scorer, so it runs in CI; `just fuzz`
+(tools/fuzz_live.py) is the long form: 1,000 examples per operation over real HTTP on every store.
 Cases it found are kept as ordinary tests in test_bad_input.py (the blank and overlong text and
 the queue-time bounds it first caught as "schema-valid but refused" are documented now).
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from app.errors import WebhookRefused
-from app.jobs.webhooks import embedded_ipv4, is_blocked, resolve_target
+from app.jobs.ssrf import embedded_ipv4, is_blocked, resolve_target
 
 
 def hex32(v4: str) -> str:

@@ -17,6 +17,9 @@ import pytest
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.sqlite import SqliteJobStore
 from app.jobs.watch import StoreWatcher
+from app.strategies.ticket_config import FollowConfig, Signals
+from app.strategies.ticket_follow import TicketFollower
+from app.strategies.tickets import Ticket
 from tests.fakes import GatedScorer
 from tests.jobs.conftest import StoreOpener
 from tests.jobs.test_follow_many import EventTap, events_of, lab_app, query
@@ -143,3 +146,37 @@ async def test_followers_of_one_job_share_one_read_per_change() -> None:
     second = await watcher.read("a", fetch)
     await watcher.close()
     assert first == ["read 1"] * 50 and second == "read 2" and fetched["a"] == 2
+
+
+class _CountingService:
+    """Stands in for TicketService: each status read is counted and held until released."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.release = asyncio.get_running_loop().create_future()
+
+    async def status(self, job_id: str) -> Any:
+        self.reads += 1
+        await self.release
+        return Ticket(Job(text="리뷰", id=job_id, status=JobStatus.DONE), None, None)
+
+
+async def test_streams_following_one_job_make_one_read() -> None:
+    """The follower reads through the watcher: ten streams on one job cost one store read, not ten."""
+
+    class NoStore:
+        async def version(self) -> int:
+            return 0
+
+    service = _CountingService()
+    follower = TicketFollower(service, Signals(NoStore(), 0.25), FollowConfig(poll_s=0.25))  # type: ignore[arg-type]
+
+    async def first(stream: Any) -> Any:
+        return await anext(stream)
+
+    streams = [asyncio.create_task(first(follower.follow("job-1"))) for _ in range(10)]
+    await eventually(lambda: _true(service.reads >= 1))
+    service.release.set_result(None)
+    tickets = await asyncio.gather(*streams)
+    assert service.reads == 1
+    assert all(ticket.job.id == "job-1" for ticket in tickets)

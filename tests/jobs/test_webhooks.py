@@ -14,7 +14,8 @@ from standardwebhooks.webhooks import Webhook
 from app.jobs.factory import open_store
 from app.jobs.memory import MemoryJobStore
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
-from app.jobs.webhooks import WebhookDispatcher, WebhookSigner, is_blocked, payload
+from app.jobs.ssrf import is_blocked
+from app.jobs.webhooks import WebhookDispatcher, WebhookSigner, payload
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.conftest import REDIS_URL
