@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import litserve as ls  # type: ignore[import-untyped]
+import litserve as ls
 
 from app.model import Ranking, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
