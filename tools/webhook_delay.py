@@ -9,33 +9,21 @@ import base64
 import time
 
 from app.jobs.memory import MemoryJobStore
-from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
 from tests.jobs.receiver import silent_receiver, webhook_receiver
+from tests.jobs.test_webhook_concurrency import done_job
 
 SECRET = "whsec_" + base64.b64encode(b"review-lab-measure-secret-32byte").decode()
 SLOW_JOBS = 10
 POLL_S = 0.25
 
 
-def due(url: str, i: int) -> Job:
-    now = time.time()
-    return Job(
-        text=f"리뷰 {i}",
-        status=JobStatus.DONE,
-        finished_at=now,
-        webhook_url=url,
-        webhook_state=WebhookState.PENDING,
-        webhook_next_at=now - 100 + i,
-    )
-
-
 async def measure() -> float:
     store = MemoryJobStore()
     async with silent_receiver() as slow, webhook_receiver() as fast:
         for i in range(SLOW_JOBS):
-            await store.add(due(slow.url, i))
-        await store.add(due(fast.url, SLOW_JOBS))
+            await store.add(done_job(slow.url, i))
+        await store.add(done_job(fast.url, SLOW_JOBS))
         dispatcher = WebhookDispatcher(
             store, WebhookSigner(SECRET), model="m", allow_private=True, max_attempts=5, backoff_s=1.0, timeout_s=5.0
         )

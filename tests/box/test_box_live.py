@@ -8,7 +8,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from app.bench.serverproc import stop_process, wait_healthy
 from app.box.cgroups import CGROUP_ROOT
-from tests.server import ROOT, TINY_MODEL, free_port
+from tests.server import ROOT, TINY_MODEL, LiveServer, free_port
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -27,14 +26,8 @@ CAP = 320 * 2**20
 LONG_REVIEW = "배송이 늦고 포장이 엉망이었어요. " * 90  # ~2,000 characters: the most memory one review can take
 
 
-@dataclass
-class Box:
-    url: str
-    process: "subprocess.Popen[bytes]"
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+class Box(LiveServer):
+    """A supervised box: the server record plus the box section of its stats."""
 
     def stats(self) -> dict[str, Any]:
         box: dict[str, Any] = httpx.get(f"{self.url}/api/stats", timeout=30).json()["box"]
