@@ -8,7 +8,6 @@ request line, half nothing), asks /health meanwhile, and reports when the server
 import argparse
 import os
 import resource
-import selectors
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import httpx
 
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.settings import PROJECT_ROOT
+from tests.test_slow_clients import closed_times
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 
@@ -41,28 +41,6 @@ def health(url: str) -> str:
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__} after {time.perf_counter() - started:.2f} s"
     return f"{status} in {(time.perf_counter() - started) * 1000:.0f} ms"
-
-
-def closed_times(sockets: list[socket.socket], opened_at: float, limit_s: float) -> list[float]:
-    """Seconds from opening until the server closed each socket (EOF or reset), for those it closed."""
-    times = []
-    with selectors.DefaultSelector() as selector:
-        for sock in sockets:
-            sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ)
-        deadline = opened_at + limit_s
-        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            for key, _ in selector.select(timeout=left):
-                readable = key.fileobj
-                assert isinstance(readable, socket.socket)
-                try:
-                    closed = readable.recv(4096) == b""
-                except ConnectionResetError:
-                    closed = True
-                if closed:
-                    selector.unregister(readable)
-                    times.append(time.monotonic() - opened_at)
-    return sorted(times)
 
 
 def main() -> None:
