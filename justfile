@@ -109,7 +109,7 @@ fuzz *args:
 # Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path in the box, then ③ beside LitServe (docs/bench/).
 [group('bench')]
 bench: _twin-if-missing
-    flock /tmp/lab-cpu.lock taskset -c 1 python -m app.bench.batching
+    flock /tmp/lab-cpu.lock python -m app.bench.batching
     flock /tmp/lab-cpu.lock python -m app.bench.bursts
     just bench-peer
 

@@ -6,7 +6,7 @@ review exactly n times: the same length mix, only the batch size changes. Pairs 
 length into 24-pair chunks (`chunk_pairs=24`, what the lab serves) for n = 1..8, and the
 whole batch padded to its longest pair (`chunk_pairs=0`, what a naive batcher does) for
 n = 2, 4, 8 (for one review the two are the same). Fits seconds per call ≈ a + b·n.
-Run it pinned to one core (`taskset -c 1`; `just bench` does). Writes the curve the page
+It pins itself to one core (the last this process may use, `--core` to choose). Writes the curve the page
 draws (static/batching-curve.json) and a table (docs/bench/batching.md).
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from app.bench.bursts import machine, model_line
+from app.bench.cores import affinity, bench_core, pin_here
 from app.model import RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
@@ -58,17 +59,14 @@ def fit_line(sizes: list[int], seconds: list[float]) -> dict[str, float]:
     return {"a_s": round(float(a), 4), "b_s": round(float(b), 4), "r2": round(1 - residual / spread, 4)}
 
 
-def affinity() -> str:
-    cores = sorted(os.sched_getaffinity(0))
-    return f"pinned to core {cores[0]}" if len(cores) == 1 else f"NOT pinned ({len(cores)} cores allowed)"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
     parser.add_argument("--curve", type=Path, default=PROJECT_ROOT / "static" / "batching-curve.json")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench" / "batching.md")
+    parser.add_argument("--core", type=int, default=bench_core(), help="the one CPU to time on (default: the last)")
     args = parser.parse_args()
+    pin_here(args.core)
 
     texts = spread_reviews(POOL)
     topics = load_topics(TOPICS)
