@@ -3,8 +3,9 @@
 Each (server, scenario) runs against a freshly started server pinned with `taskset` to one
 core (the client runs on the others): bursts of 12 and 50, and open loops at 0.8× and 2×
 the lane's capacity (one review at a time, from the measured cost curve). LitServe batches
-with `max_batch_size=8, batch_timeout=0.025`, ③ with its defaults (8, 25 ms). Writes
-docs/bench/peer.{md,json}. Client-side tooling: the server never imports this.
+with `max_batch_size=8, batch_timeout=0.025`, ③ with its defaults (8, 25 ms). Each scenario
+runs `--repeats` times, the servers taking turns going first (peer_report.py says why).
+Writes docs/bench/peer.{md,json}. Client-side tooling: the server never imports this.
 """
 
 import argparse
@@ -17,8 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -26,27 +26,14 @@ from types import TracebackType
 import psutil
 
 from app.bench.bursts import machine, model_line
-from app.bench.load import LoadConfig, LoadResult, percentile, run_load
+from app.bench.cores import bench_core
+from app.bench.load import LoadConfig, run_load
+from app.bench.peer_report import LAB, PEER, Row, check_targets, markdown, paired, row_of, summarize
 from app.bench.serverproc import free_port, wait_healthy
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
-SERVERS = {"lab ③ batched": "/api/batched/predict", "LitServe 0.2.19": "/predict"}
-
-
-@dataclass
-class Row:
-    server: str
-    scenario: str
-    sent: int
-    served: int
-    not_served: int  # timeouts, transport errors, non-2xx: anything but an answer
-    not_served_by: dict[str, int]  # the client's category for each of those
-    mean_batch: float | None  # per request: the size of the batch each served request rode
-    served_per_s: float
-    p50_s: float | None
-    p95_s: float | None
-    peak_rss_mb: float
+SERVERS = {LAB: "/api/batched/predict", PEER: "/predict"}
 
 
 class TreeRss:
@@ -86,7 +73,7 @@ class PinnedServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         python = [sys.executable]
-        if name.startswith("LitServe"):
+        if name == PEER:
             python += ["-m", "app.bench.peer_litserve", str(self.port)]
         else:
             python += ["-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
@@ -139,60 +126,15 @@ def scenarios(capacity: float, duration_s: float, seed: int = 1) -> dict[str, Lo
     return plans
 
 
-def row_of(server: str, scenario: str, result: LoadResult, batch_log: Path, peak_rss: int) -> Row:
-    ok = [o for o in result.outcomes if o.category == "ok"]
-    latencies = [o.latency_s for o in ok]
-    if server.startswith("LitServe"):
-        sizes = [int(line) for line in batch_log.read_text(encoding="utf-8").split()]
-        mean_batch = sum(n * n for n in sizes) / sum(sizes) if sizes else None  # per request, like X-Batch-Size
-    else:
-        mean_batch = sum(o.batch_size or 1 for o in ok) / len(ok) if ok else None
-    if result.config.burst:  # served per second of the whole burst, until its last answer
-        span = max((o.due_at + o.latency_s for o in ok), default=0.0)
-        served_per_s = len(ok) / span if span else 0.0
-    else:  # answers that arrived inside the sending window, per second of it
-        in_window = [o for o in ok if o.due_at + o.latency_s <= result.config.duration_s]
-        served_per_s = len(in_window) / result.config.duration_s
-    return Row(
-        server=server,
-        scenario=scenario,
-        sent=len(result.outcomes),
-        served=len(ok),
-        not_served=len(result.outcomes) - len(ok),
-        not_served_by=dict(Counter(o.category for o in result.outcomes if o.category != "ok")),
-        mean_batch=None if mean_batch is None else round(mean_batch, 2),
-        served_per_s=round(served_per_s, 3),
-        p50_s=percentile(latencies, 50),
-        p95_s=percentile(latencies, 95),
-        peak_rss_mb=round(peak_rss / 2**20, 1),
-    )
-
-
-def run_one(server: str, scenario: str, config: LoadConfig, model_dir: Path, core: int) -> Row:
+def run_one(server: str, scenario: str, run: int, config: LoadConfig, model_dir: Path, core: int) -> Row:
     with tempfile.TemporaryDirectory() as scratch:
         batch_log = Path(scratch) / "batches.log"
         batch_log.touch()
         with PinnedServer(server, model_dir, core, batch_log) as process, TreeRss(process.pid) as rss:
             config.url, config.path = process.url, SERVERS[server]
             result = asyncio.run(run_load(config))
-        return row_of(server, scenario, result, batch_log, rss.peak)
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def markdown_table(rows: list[Row]) -> str:
-    lines = [
-        "| scenario | server | sent | served | not served | mean batch | served/s | p50 s | p95 s | peak RSS MB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.scenario} | {r.server} | {r.sent} | {r.served} | {r.not_served} | {fmt(r.mean_batch)} "
-            f"| {r.served_per_s:.2f} | {fmt(r.p50_s)} | {fmt(r.p95_s)} | {r.peak_rss_mb:.0f} |"
-        )
-    return "\n".join(lines)
+        sizes = [int(line) for line in batch_log.read_text(encoding="utf-8").split()]  # only LitServe writes it
+        return row_of(server, scenario, run, result, sizes, rss.peak)
 
 
 def capacity_from_curve(path: Path) -> float:
@@ -211,13 +153,18 @@ def keep_client_off(core: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
-    parser.add_argument("--core", type=int, default=1, help="the one CPU both servers are pinned to")
+    parser.add_argument(
+        "--core", type=int, default=bench_core(), help="the one CPU both servers are pinned to (default: the last)"
+    )
     parser.add_argument("--capacity", type=float, help="reviews/s one at a time (default: from the cost curve)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of each open loop")
     parser.add_argument("--only", nargs="*", help="scenario name prefixes to run (default: all)")
     parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to both)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each scenario per server (medians are judged)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench")
     args = parser.parse_args()
+    if args.core is None:
+        parser.error("pinning both servers to one core needs Linux (sched_setaffinity, taskset)")
 
     capacity = args.capacity or capacity_from_curve(CURVE)
     keep_client_off(args.core)
@@ -226,25 +173,38 @@ def main() -> None:
     for scenario, config in scenarios(capacity, args.duration, args.seed).items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
             continue
-        for server in SERVERS:  # back to back, same core, same scenario
-            row = run_one(server, scenario, LoadConfig(**asdict(config)), args.model_dir, args.core)
-            print(json.dumps(asdict(row), ensure_ascii=False), flush=True)
-            rows.append(row)
+        for run in range(1, args.repeats + 1):
+            order = list(SERVERS) if run % 2 else list(reversed(SERVERS))  # back to back, taking turns first
+            for server in order:
+                row = run_one(server, scenario, run, LoadConfig(**asdict(config)), args.model_dir, args.core)
+                print(json.dumps(asdict(row) | {"latencies_s": "…"}, ensure_ascii=False), flush=True)
+                rows.append(row)
 
     load = os.getloadavg()
     header = (
         f"Measured {started:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC on {machine()}, both servers pinned to "
         f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core; both get the same "
-        f"reviews (seed {args.seed}). Load average (1/5/15 min) at the start "
+        f"reviews (seed {args.seed}); {args.repeats} runs of each. Load average (1/5/15 min) at the start "
         f"{load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
         f"at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
         f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s."
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "peer.md").write_text(f"{header}\n\n{markdown_table(rows)}\n", encoding="utf-8")
-    payload = {"header": header, "capacity_per_s": capacity, "rows": [asdict(r) for r in rows]}
+    summaries = summarize(rows)
+    checks = check_targets(summaries)
+    pairs = paired(rows)
+    report = markdown(rows, summaries, checks, pairs)
+    (args.out / "peer.md").write_text(f"{header}\n\n{report}\n", encoding="utf-8")
+    payload = {
+        "header": header,
+        "capacity_per_s": capacity,
+        "summaries": [asdict(s) for s in summaries],
+        "targets": [asdict(c) for c in checks],
+        "paired": [asdict(p) for p in pairs],
+        "rows": [asdict(r) for r in rows],
+    }
     (args.out / "peer.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"\n{header}\n\n{markdown_table(rows)}")
+    print(f"\n{header}\n\n{report}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,278 @@
+"""What `just bench-peer` reports: a row per run, the median of the repeats, and the issue's targets checked on those.
+
+One run of each is not enough on a shared VM: the same review's inference took 1.0-1.2× as
+long from one minute to the next with nothing else on the core (docs/batching.md), which is
+larger than the 5 % the targets ask about. So every scenario runs several times, the servers
+taking turns going first, and the targets are judged on medians, with the spread shown.
+"""
+
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.bench.load import LoadResult, percentile
+
+LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
+
+
+@dataclass
+class Row:
+    """One server, one scenario, one run."""
+
+    server: str
+    scenario: str
+    run: int
+    sent: int
+    served: int
+    not_served: int  # timeouts, transport errors, non-2xx: anything but an answer
+    not_served_by: dict[str, int]  # the client's category for each of those
+    mean_batch: float | None  # per request: the size of the batch each served request rode
+    served_per_s: float  # answers per second, from the first request due to the last answer
+    p50_s: float | None
+    p95_s: float | None
+    peak_rss_mb: float
+    # Each request's latency in the order it was due (None: not served). Both servers get the
+    # same reviews at the same moments, so request i of one run pairs with request i of the other.
+    latencies_s: list[float | None]
+
+
+def row_of(server: str, scenario: str, run: int, result: LoadResult, batch_sizes: list[int], peak_rss: int) -> Row:
+    """`batch_sizes`: LitServe's own log of its batches; the lab's come from X-Batch-Size.
+
+    served/s runs to the last answer, for bursts and open loops alike: counting only answers
+    inside the sending window moves in steps of one batch (8 answers in 60 s is 0.13/s, 10 %),
+    which made a one-batch phase shift look like a 10 % gap.
+    """
+    ok = [o for o in result.outcomes if o.category == "ok"]
+    latencies = [o.latency_s for o in ok]
+    if batch_sizes:
+        mean_batch: float | None = sum(n * n for n in batch_sizes) / sum(batch_sizes)  # per request (Σn²/Σn)
+    else:
+        mean_batch = sum(o.batch_size or 1 for o in ok) / len(ok) if ok else None
+    span = max((o.due_at + o.latency_s for o in ok), default=0.0)
+    return Row(
+        server=server,
+        scenario=scenario,
+        run=run,
+        sent=len(result.outcomes),
+        served=len(ok),
+        not_served=len(result.outcomes) - len(ok),
+        not_served_by=dict(Counter(o.category for o in result.outcomes if o.category != "ok")),
+        mean_batch=None if mean_batch is None else round(mean_batch, 2),
+        served_per_s=round(len(ok) / span, 3) if span else 0.0,
+        p50_s=percentile(latencies, 50),
+        p95_s=percentile(latencies, 95),
+        peak_rss_mb=round(peak_rss / 2**20, 1),
+        latencies_s=[
+            round(o.latency_s, 4) if o.category == "ok" else None
+            for o in sorted(result.outcomes, key=lambda o: o.due_at)
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of the runs, and their lowest and highest."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float | None]) -> "Spread | None":
+        present = [v for v in values if v is not None]
+        if not present:
+            return None
+        return cls(statistics.median(present), min(present), max(present))
+
+    def text(self, digits: int = 2) -> str:
+        if self.low == self.high:
+            return f"{self.median:.{digits}f}"
+        return f"{self.median:.{digits}f} ({self.low:.{digits}f}–{self.high:.{digits}f})"
+
+
+@dataclass(frozen=True)
+class Summary:
+    scenario: str
+    server: str
+    runs: int
+    not_served: int  # over all runs
+    mean_batch: Spread | None
+    served_per_s: Spread | None
+    p50_s: Spread | None
+    p95_s: Spread | None
+    peak_rss_mb: Spread | None
+
+
+def summarize(rows: Sequence[Row]) -> list[Summary]:
+    """One summary per (scenario, server), in the order the rows came."""
+    keys = list(dict.fromkeys((r.scenario, r.server) for r in rows))
+    summaries = []
+    for scenario, server in keys:
+        runs = [r for r in rows if (r.scenario, r.server) == (scenario, server)]
+        summaries.append(
+            Summary(
+                scenario=scenario,
+                server=server,
+                runs=len(runs),
+                not_served=sum(r.not_served for r in runs),
+                mean_batch=Spread.of([r.mean_batch for r in runs]),
+                served_per_s=Spread.of([r.served_per_s for r in runs]),
+                p50_s=Spread.of([r.p50_s for r in runs]),
+                p95_s=Spread.of([r.p95_s for r in runs]),
+                peak_rss_mb=Spread.of([r.peak_rss_mb for r in runs]),
+            )
+        )
+    return summaries
+
+
+@dataclass(frozen=True)
+class Paired:
+    """③'s latency minus LitServe's for the same review due at the same moment, over every run."""
+
+    scenario: str
+    pairs: int
+    median_s: float
+    p25_s: float
+    p75_s: float
+
+
+def paired(rows: Sequence[Row]) -> list[Paired]:
+    """A finer view than the medians of p50s: each request against its twin in the same run.
+
+    In an open loop each request has its own due time, so the pairs are exact. A burst's requests
+    are all due at once and recorded as they finish: there the k-th answer pairs with the k-th.
+    """
+    out = []
+    for scenario in dict.fromkeys(r.scenario for r in rows):
+        by_run = {(r.server, r.run): r for r in rows if r.scenario == scenario}
+        gaps = []
+        for (server, run), lab in by_run.items():
+            peer = by_run.get((PEER, run))
+            if server != LAB or peer is None:
+                continue
+            gaps += [
+                a - b for a, b in zip(lab.latencies_s, peer.latencies_s, strict=True) if a is not None and b is not None
+            ]
+        if gaps:
+            q = statistics.quantiles(gaps, n=4) if len(gaps) > 1 else [gaps[0]] * 3
+            out.append(Paired(scenario, len(gaps), statistics.median(gaps), q[0], q[2]))
+    return out
+
+
+@dataclass(frozen=True)
+class Check:
+    target: str
+    lab: str
+    peer: str
+    met: bool | None  # None: the scenario was not run
+    by: str  # how far from the target, in words
+
+
+def _pair(summaries: Sequence[Summary], scenario_prefix: str) -> tuple[Summary, Summary] | None:
+    found = {s.server: s for s in summaries if s.scenario.startswith(scenario_prefix)}
+    return (found[LAB], found[PEER]) if LAB in found and PEER in found else None
+
+
+def _median(spread: Spread | None) -> float:
+    return float("nan") if spread is None else spread.median
+
+
+def check_targets(summaries: Sequence[Summary]) -> list[Check]:
+    """The issue's targets, judged on the medians of the runs."""
+    checks: list[Check] = []
+
+    def check(target: str, prefix: str, judge: Callable[[Summary, Summary], tuple[str, str, bool, str]]) -> None:
+        pair = _pair(summaries, prefix)
+        if pair is None:
+            checks.append(Check(target, "–", "–", None, "not run"))
+            return
+        checks.append(Check(target, *judge(*pair)))
+
+    def batch_ratio(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        ratio = _median(lab.mean_batch) / _median(peer.mean_batch)
+        return f"{_median(lab.mean_batch):.2f}", f"{_median(peer.mean_batch):.2f}", ratio >= 0.9, f"{ratio:.2f}×"
+
+    def served(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        lab_rate, peer_rate = _median(lab.served_per_s), _median(peer.served_per_s)
+        change = lab_rate / peer_rate - 1
+        return f"{lab_rate:.3f}/s", f"{peer_rate:.3f}/s", change >= -0.05, f"{change:+.1%}"
+
+    def p50(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        gap = _median(lab.p50_s) - _median(peer.p50_s)
+        return f"{_median(lab.p50_s):.2f} s", f"{_median(peer.p50_s):.2f} s", gap <= 0.030, f"{gap * 1000:+.0f} ms"
+
+    def burst(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        rate = _median(lab.served_per_s) / _median(peer.served_per_s) - 1
+        tail = _median(lab.p95_s) / _median(peer.p95_s) - 1
+        lab_text = f"{_median(lab.served_per_s):.3f}/s, {_median(lab.p95_s):.2f} s"
+        peer_text = f"{_median(peer.served_per_s):.3f}/s, {_median(peer.p95_s):.2f} s"
+        return lab_text, peer_text, rate >= -0.05 and tail <= 0.05, f"served/s {rate:+.1%}, p95 {tail:+.1%}"
+
+    check("2×: mean batch ≥ 0.9 × LitServe's", "open 2×", batch_ratio)
+    check("2×: served/s ≥ LitServe's − 5 %", "open 2×", served)
+    check("0.8×: p50 ≤ LitServe's + 30 ms", "open 0.8×", p50)
+    for n in (12, 50):
+        check(f"burst {n}: served/s and p95 within 5 % or better", f"burst {n}", burst)
+    pairs = [p for s in dict.fromkeys(x.scenario for x in summaries) if (p := _pair(summaries, s))]
+    if pairs:
+        lab_peak = max(_median(lab.peak_rss_mb) for lab, _ in pairs)
+        peer_low = min(_median(peer.peak_rss_mb) for _, peer in pairs)
+        lower = all(_median(lab.peak_rss_mb) < _median(peer.peak_rss_mb) for lab, peer in pairs)
+        lab_text, peer_text = f"≤ {lab_peak:.0f} MB", f"≥ {peer_low:.0f} MB"
+        checks.append(Check("peak memory lower, every scenario", lab_text, peer_text, lower, ""))
+    return checks
+
+
+def _text(spread: Spread | None, digits: int = 2) -> str:
+    return "–" if spread is None else spread.text(digits)
+
+
+def markdown(
+    rows: Sequence[Row], summaries: Sequence[Summary], checks: Sequence[Check], pairs: Sequence[Paired]
+) -> str:
+    runs = max((s.runs for s in summaries), default=0)
+    lines = [
+        f"Medians of {runs} runs each (lowest–highest in brackets):",
+        "",
+        "| scenario | server | not served | mean batch | served/s | p50 s | p95 s | peak RSS MB |",
+        "|---|---|---:|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.scenario} | {s.server} | {s.not_served} | {_text(s.mean_batch)} | {_text(s.served_per_s, 3)} "
+            f"| {_text(s.p50_s)} | {_text(s.p95_s)} | {_text(s.peak_rss_mb, 0)} |"
+        )
+    lines += ["", "The issue's targets, on those medians:", "", "| target | ③ | LitServe | met? |", "|---|---|---|---|"]
+    for c in checks:
+        verdict = "not run" if c.met is None else ("yes" if c.met else "**no**")
+        if c.by and c.met is not None:
+            verdict += f" ({c.by})"
+        lines.append(f"| {c.target} | {c.lab} | {c.peer} | {verdict} |")
+    lines += [
+        "",
+        "Request by request: ③'s latency minus LitServe's for the same review due at the same moment, all runs:",
+        "",
+        "| scenario | pairs | median | middle half |",
+        "|---|---:|---:|---|",
+    ]
+    for p in pairs:
+        middle = f"{p.p25_s * 1000:+.0f} to {p.p75_s * 1000:+.0f} ms"
+        lines.append(f"| {p.scenario} | {p.pairs} | {p.median_s * 1000:+.0f} ms | {middle} |")
+    lines += [
+        "",
+        "Every run (the servers take turns going first):",
+        "",
+        "| scenario | run | server | sent | served | mean batch | served/s | p50 s | p95 s | peak RSS MB |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        batch = "–" if r.mean_batch is None else f"{r.mean_batch:.2f}"
+        p50 = "–" if r.p50_s is None else f"{r.p50_s:.2f}"
+        p95 = "–" if r.p95_s is None else f"{r.p95_s:.2f}"
+        lines.append(
+            f"| {r.scenario} | {r.run} | {r.server} | {r.sent} | {r.served} | {batch} | {r.served_per_s:.3f} "
+            f"| {p50} | {p95} | {r.peak_rss_mb:.0f} |"
+        )
+    return "\n".join(lines)
