@@ -21,6 +21,13 @@ def pin_here(core: int | None) -> None:
         os.sched_setaffinity(0, {core})
 
 
+def keep_off(core: int) -> None:
+    """Pin this process to every CPU but `core`, so a client never takes the servers' core."""
+    others = set(os.sched_getaffinity(0)) - {core}
+    if others:
+        os.sched_setaffinity(0, others)
+
+
 def affinity() -> str:
     """This process's pinning, in the words a report uses."""
     if not hasattr(os, "sched_getaffinity"):

@@ -26,7 +26,7 @@ from types import TracebackType
 import psutil
 
 from app.bench.bursts import machine, model_line
-from app.bench.cores import bench_core
+from app.bench.cores import bench_core, keep_off
 from app.bench.load import LoadConfig, run_load
 from app.bench.peer_report import LAB, PEER, Row, check_targets, markdown, paired, row_of, summarize
 from app.bench.serverproc import free_port, wait_healthy
@@ -143,13 +143,6 @@ def capacity_from_curve(path: Path) -> float:
     return 1.0 / (float(fit["a_s"]) + float(fit["b_s"]))
 
 
-def keep_client_off(core: int) -> None:
-    """Pin this process (the client) to every CPU but the servers' one, so it never takes their core."""
-    others = set(os.sched_getaffinity(0)) - {core}
-    if others:
-        os.sched_setaffinity(0, others)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
@@ -167,7 +160,7 @@ def main() -> None:
         parser.error("pinning both servers to one core needs Linux (sched_setaffinity, taskset)")
 
     capacity = args.capacity or capacity_from_curve(CURVE)
-    keep_client_off(args.core)
+    keep_off(args.core)  # the client runs beside the servers, never on their core
     started, load_at_start = datetime.now(UTC), os.getloadavg()
     rows: list[Row] = []
     for scenario, config in scenarios(capacity, args.duration, args.seed).items():
