@@ -229,6 +229,10 @@ def _text(spread: Spread | None, digits: int = 2) -> str:
     return "–" if spread is None else spread.text(digits)
 
 
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
 def markdown(
     rows: Sequence[Row], summaries: Sequence[Summary], checks: Sequence[Check], pairs: Sequence[Paired]
 ) -> str:
@@ -268,11 +272,8 @@ def markdown(
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        batch = "–" if r.mean_batch is None else f"{r.mean_batch:.2f}"
-        p50 = "–" if r.p50_s is None else f"{r.p50_s:.2f}"
-        p95 = "–" if r.p95_s is None else f"{r.p95_s:.2f}"
         lines.append(
-            f"| {r.scenario} | {r.run} | {r.server} | {r.sent} | {r.served} | {batch} | {r.served_per_s:.3f} "
-            f"| {p50} | {p95} | {r.peak_rss_mb:.0f} |"
+            f"| {r.scenario} | {r.run} | {r.server} | {r.sent} | {r.served} | {_num(r.mean_batch)} "
+            f"| {r.served_per_s:.3f} | {_num(r.p50_s)} | {_num(r.p95_s)} | {r.peak_rss_mb:.0f} |"
         )
     return "\n".join(lines)
