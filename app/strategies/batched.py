@@ -8,10 +8,11 @@ from collections.abc import Callable
 from app.errors import BoxFull
 from app.lane import InferenceLane
 from app.paths import Outcome
+from app.registry import Load, spec
 from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
 from app.tally import BATCH_SIZE_BUCKETS, Tally
 
-PATH = "batched"
+SPEC = spec("batched")
 
 
 class MicroBatcher:
@@ -35,7 +36,8 @@ class MicroBatcher:
     (429 + Retry-After) instead of joining a queue that only grows; 0 admits everyone.
     """
 
-    name = PATH
+    spec = SPEC
+    name = SPEC.name
     withdrawable = True
 
     def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int, max_wait_s: float = 0.0) -> None:
@@ -82,6 +84,10 @@ class MicroBatcher:
             self._sizes.snapshot(),
             dict(self._refused),
         )
+
+    def load(self) -> Load:
+        details = {"last_batch": self.last_batch_size, "skipped_gone": self.skipped_gone}
+        return Load(self.in_flight, self.waiting, dict(self._refused), details)
 
     async def run(self, text: str) -> Outcome:
         if self._max_wait_s > 0 and (predicted := self.predicted_wait_s()) > self._max_wait_s:
