@@ -192,6 +192,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     lane = InferenceLane(scorer)
     lane.start()
     tickets: Tickets | None = None
+    batcher: MicroBatcher | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
@@ -206,6 +207,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         batcher = MicroBatcher(
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
         )
+        batcher.start()
         yield Lab(
             settings=settings,
             manifest=manifest,
@@ -221,7 +223,9 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             store=store,
             paths=lab_paths(naive, limited, batcher, tickets.service),
         )
-    finally:
+    finally:  # in reverse order of starting
+        if batcher is not None:
+            await batcher.stop()
         if tickets is not None:
             await tickets.worker.stop()
         lane.stop()
