@@ -78,7 +78,7 @@ class Lab:
 
     @property
     def healthy(self) -> bool:
-        return self.lane.alive and self.worker.alive
+        return self.lane.alive and self.worker.alive and self.batcher.alive
 
     @property
     def routes(self) -> dict[str, str]:

@@ -72,6 +72,11 @@ class MicroBatcher:
             fail(self._queue.popleft(), RuntimeError("the lab is stopping"), 1)
 
     @property
+    def alive(self) -> bool:
+        """The loop is running (/health says unhealthy if it ever stops while the lab serves)."""
+        return self._task is not None and not self._task.done()
+
+    @property
     def gathering(self) -> int:
         """Requests queued here, not yet in a batch."""
         return len(self._queue)

@@ -168,3 +168,19 @@ async def test_one_bad_text_fails_only_its_own_request(batchers: Batchers) -> No
     assert isinstance(outcomes[1], InferenceFailed)
     assert scorer.calls[1:] == [texts, ["평범한 리뷰 1"], ["독이 든 리뷰"], ["평범한 리뷰 2"]]
     assert batcher.in_flight == 0 and batcher.waiting == 0
+
+
+async def test_stop_answers_whoever_is_queued_and_gives_the_lane_back(lane: InferenceLane, scorer: GatedScorer) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    batcher.start()
+    blocker = await hold_lane(lane, scorer)
+    queued = asyncio.create_task(batcher.run("남은 리뷰"))
+    await holding(batcher, 1)  # its turn waits on the lane behind the other path's job
+    await batcher.stop()
+    with pytest.raises(InferenceFailed):
+        await queued
+    scorer.open()
+    await blocker
+    after = await lane.run(["다음 리뷰"])  # the lane skipped the withdrawn turn and went on
+    assert after.rankings[0][0].id == "echo:다음 리뷰"
+    assert scorer.calls == [["다른 경로의 리뷰"], ["다음 리뷰"]]
