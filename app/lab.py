@@ -24,8 +24,9 @@ from app.strategies.batch import BatcherSnapshot
 from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate
 from app.strategies.naive import NaiveRunner
-from app.strategies.ticket_config import LocalRun, Signals, ticket_configs
+from app.strategies.ticket_config import ticket_configs
 from app.strategies.ticket_follow import TicketFollower
+from app.strategies.ticket_state import LocalRun, Signals
 from app.strategies.ticket_worker import TicketWorker
 from app.strategies.tickets import TicketService
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from app.api import docs, info, live, page, predict, tickets
 from app.box.report import BoxCollector
 from app.collector import lab_registry
-from app.failures import SafeJSONResponse, install_error_handlers
+from app.error_handlers import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
 from app.middleware import LabMiddleware
 from app.model import Scorer

@@ -16,7 +16,8 @@ from app.jobs.webhooks import WebhookDispatcher
 from app.lane import InferenceLane
 from app.model import Ranking
 from app.paths import Outcome, Pipeline
-from app.strategies.ticket_config import LocalRun, Signals, WorkerConfig
+from app.strategies.ticket_config import WorkerConfig
+from app.strategies.ticket_state import LocalRun, Signals
 from app.strategies.tickets import SPEC
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from app.jobs.store import Ahead, JobStore, QueueFull, empty_counts
 from app.paths import Pipeline
 from app.registry import Load, spec
 from app.room import Room
-from app.schema import MAX_FOLLOWED_JOBS, MIN_TIME_IN_QUEUE_S
-from app.strategies.ticket_config import LocalRun, ServiceConfig, Signals
+from app.schema import MIN_TIME_IN_QUEUE_S
+from app.strategies.ticket_config import ServiceConfig
+from app.strategies.ticket_state import LocalRun, Signals
 
-__all__ = ["MAX_FOLLOWED_JOBS", "JobRequest", "Ticket", "TicketService", "TicketsSnapshot"]
 SPEC = spec("tickets")
 
 
