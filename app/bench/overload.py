@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, draw_chart, run_load, write_result
+from app.bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
 from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
 from app.settings import PROJECT_ROOT, Settings
 
@@ -334,7 +334,7 @@ def resummarized(result_json: Path) -> dict[str, Any]:
     result = LoadResult(
         LoadConfig(**saved["config"]),
         saved["started"],
-        [Outcome(**o) for o in saved["outcomes"]],
+        [Fate(**o) for o in saved["outcomes"]],
         saved["server_before"],
         saved["server_after"],
         saved["wall_s"],

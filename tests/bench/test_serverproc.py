@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.bench.bursts import PeakRss
+from app.bench.measure import PeakRss
 from app.bench.serverproc import ServerProcess, box_groups
 from tests.server import TINY_MODEL
 

@@ -1,0 +1,56 @@
+"""The measuring side's one Server-Timing reader and peak-memory sampler, and the students' copy of the reader."""
+
+import importlib.util
+import os
+import sys
+from types import ModuleType
+
+import psutil
+
+from app.bench.measure import PeakRss, server_timing, timing_s, tree
+from tests.server import ROOT
+
+HEADERS = [
+    "wait;dur=12.5, infer;dur=980.1",
+    "wait;dur=0.0, infer;dur=0.0",
+    "infer;dur=3",
+    'wait;desc="queue";dur=7, infer;dur=1e3',
+    " wait ; dur=4 ,infer;dur=5",
+    "wait;dur=x, infer;dur=2",
+    "cache, wait;dur=1",
+    "",
+    None,
+]
+
+
+def students_burst() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("burst_for_measure", ROOT / "static" / "burst.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_server_timing_reads_each_duration_in_milliseconds() -> None:
+    assert server_timing("wait;dur=12.5, infer;dur=980.1") == {"wait": 12.5, "infer": 980.1}
+    assert server_timing('wait;desc="queue";dur=7') == {"wait": 7.0}
+    assert server_timing("wait;dur=x, infer;dur=2") == {"infer": 2.0}
+    assert server_timing("cache") == {} and server_timing(None) == {}
+    assert timing_s("wait;dur=250, infer;dur=980", "infer") == 0.98
+    assert timing_s("wait;dur=250", "infer") is None
+
+
+def test_students_burst_py_reads_server_timing_as_the_shared_reader_does() -> None:
+    burst = students_burst()
+    for header in HEADERS:
+        assert burst.parse_server_timing(header) == server_timing(header), header
+
+
+def test_peak_rss_counts_memory_this_process_touched() -> None:
+    before = psutil.Process().memory_info().rss
+    ballast = bytearray(b"x" * (64 * 2**20))  # written, so resident
+    with PeakRss(tree(os.getpid())) as rss:
+        pass  # even a run shorter than one sampling interval is sampled once
+    assert rss.peak >= before + 60 * 2**20
+    assert len(ballast) == 64 * 2**20
