@@ -12,11 +12,12 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from app.bench.local import redis_address
 from app.main import create_app
 from app.settings import Settings
 from tests.fakes import GatedScorer
 
-REDIS_ADDRESS = ("127.0.0.1", 6379)  # the one every Redis test uses (tests/jobs/conftest.py REDIS_URL)
+REDIS_ADDRESS = redis_address()  # the one every Redis test uses (LAB_TEST_REDIS_URL, app/bench/local.py)
 
 LabClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 

@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.server import ROOT, LiveServer, free_port, live_server, slowed
+from app.bench.live import ROOT, LiveServer, live_server, slowed
+from app.bench.serverproc import free_port
 
 BURST_PY = ROOT / "static" / "burst.py"
 SECONDS_PER_REVIEW = 0.3

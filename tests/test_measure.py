@@ -7,8 +7,8 @@ from types import ModuleType
 
 import psutil
 
+from app.bench.live import ROOT
 from app.bench.measure import PeakRss, server_timing, timing_s, tree
-from tests.server import ROOT
 
 HEADERS = [
     "wait;dur=12.5, infer;dur=980.1",

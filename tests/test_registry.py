@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.deps import ReviewText
 from app.api.predict import serve
+from app.bench.live import ROOT
 from app.lab import Lab
 from app.main import create_app
 from app.paths import Outcome
@@ -20,7 +21,6 @@ from app.registry import PATHS, Knob, Load, PathSpec, routes
 from app.schema import PredictionOut
 from app.settings import Settings
 from tests.fakes import GatedScorer, fake_ranking
-from tests.server import ROOT
 
 FIFTH = PathSpec(
     "lifo",

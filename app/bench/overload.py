@@ -309,8 +309,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "## The shared CPU during each scenario",
         "",
-        "Average cores busy (2 in all) while the load ran, from /proc: the lab server, the load generator, "
-        "and every other process on the box (other developers' work).",
+        f"Average cores busy ({cores_in_all(meta)}) while the load ran, from /proc: the lab server, the load "
+        "generator, and every other process on the box (other developers' work).",
         "",
         "| scenario | server | load generator | others | load average after |",
         "|---|---|---|---|---|",
@@ -361,6 +361,12 @@ def machine_line() -> str:
     return f"{platform.node() or 'the build box'}: {psutil.cpu_count()} cores, {memory:.0f} GiB, no GPU"
 
 
+def cores_in_all(meta: dict[str, Any]) -> str:
+    """The core count the run read (in its machine line), never a number typed here."""
+    cores = meta.get("cores")
+    return f"{cores} in all" if cores else "of the machine in the line above"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="comma-separated scenario names")
@@ -392,6 +398,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine_line(),
+        "cores": psutil.cpu_count(),
         "model": f"{model_dir.name}, 1 inference thread",
         "sharing": args.sharing,
     }

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from tests.server import slowed
+from app.bench.live import slowed
 
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {
