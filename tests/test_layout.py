@@ -1,4 +1,5 @@
-"""The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places.
+"""The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places,
+the paths listed in one place only, and nothing outside tests/ leaning on a test module.
 
 Read from the source with `ast` (nothing is imported), counting every import a module makes,
 at the top or inside a function, so a lazy import cannot hide a cycle.
@@ -101,3 +102,64 @@ def test_server_modules_are_under_250_lines() -> None:
     lines = {name: len(path.read_text("utf-8").splitlines()) for name, path in server.items()}
     assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
     assert "app.lane" in server and "app.bench.load" not in server
+
+
+ROOT = APP.parent
+PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/registry.py registers (checked below)
+# The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
+MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py"}
+
+
+def path_lists(tree: ast.AST) -> list[int]:
+    """Lines of literal tuples, lists, sets or dict keys naming three or more of the paths: a hand-made path list."""
+    found = []
+    for node in ast.walk(tree):
+        items = (
+            node.keys
+            if isinstance(node, ast.Dict)
+            else node.elts
+            if isinstance(node, ast.Tuple | ast.List | ast.Set)
+            else []
+        )
+        names = {item.value for item in items if isinstance(item, ast.Constant) and item.value in PATH_NAMES}
+        if len(names) >= 3:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_path_finder_finds_a_hand_made_list() -> None:
+    assert path_lists(
+        ast.parse('X = ("naive", "limited", "batched")\nY = {"tickets": 1, "naive": 2, "limited": 3}')
+    ) == [1, 2]
+    assert path_lists(ast.parse('X = ("naive", "limited")\nY = [p.name for p in PATHS]')) == []
+
+
+def test_the_registry_registers_the_names_this_check_looks_for() -> None:
+    from app.registry import PATHS
+
+    assert {p.name for p in PATHS} == PATH_NAMES
+
+
+def test_no_module_in_app_lists_the_paths_by_hand() -> None:
+    sources = [p for p in sorted(APP.rglob("*.py")) if p not in MAY_LIST_PATHS]
+    lists = {str(p.relative_to(ROOT)): lines for p in sources if (lines := path_lists(ast.parse(p.read_text("utf-8"))))}
+    assert lists == {}
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_nothing_in_app_or_tools_imports_a_test_module() -> None:
+    sources = sorted([*APP.rglob("*.py"), *(ROOT / "tools").rglob("*.py")])
+    from_tests = {
+        str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m == "tests" or m.startswith("tests."))
+        for p in sources
+    }
+    assert {name: modules for name, modules in from_tests.items() if modules} == {}
