@@ -41,6 +41,7 @@ class BurstReply:
     batch_size: int | None = None
     final: str | None = None  # tickets: the job's terminal status
     infer_s: float | None = None  # Server-Timing's inference (for a ticket, read when it is done)
+    cache_hit: bool = False  # the submission was answered from the result cache (X-Cache: hit)
 
 
 @dataclass
@@ -69,6 +70,7 @@ async def fire_one(client: httpx.AsyncClient, path: str, text: str) -> BurstRepl
         return BurstReply(0, time.perf_counter() - started)
     batch = response.headers.get("X-Batch-Size")
     outcome = BurstReply(response.status_code, time.perf_counter() - started, int(batch) if batch else None)
+    outcome.cache_hit = response.headers.get("X-Cache") == "hit"
     if response.status_code == 202:  # a ticket: its round trip runs until a poll sees it done
         job = response.json()
         while job["status"] not in TERMINAL:

@@ -5,13 +5,14 @@ with few seats and a short queue, so refusals of every reason really happen.
 """
 
 import asyncio
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 import httpx
 
+from app.bench.bursts import BurstReply, fire_one
 from app.bench.live import slowed
+from app.registry import PATHS
 
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {
@@ -29,6 +30,11 @@ BURST_SETTINGS = {
 }
 
 
+# A burst per path, sized to overflow its bound under BURST_SETTINGS (per-path scenario data, like the
+# page's notes: tests/test_layout.py allows this table).
+BURST_SIZES = {"naive": 3, "limited": 8, "batched": 4, "tickets": 6}
+
+
 @dataclass
 class BurstReport:
     """HTTP statuses and cache answers per path, as the clients saw them."""
@@ -43,31 +49,15 @@ class BurstReport:
         """Every answer the clients got: what `sum(review_requests_total)` must reach."""
         return sum(sum(counter.values()) for counter in self.statuses.values())
 
-    def record(self, path: str, response: httpx.Response) -> None:
-        self.statuses.setdefault(path, Counter())[response.status_code] += 1
-        if response.headers.get("X-Cache") == "hit":
+    def record(self, path: str, reply: BurstReply) -> None:
+        self.statuses.setdefault(path, Counter())[reply.status] += 1
+        if reply.cache_hit:
             self.cache_hits[path] += 1
-        if "X-Batch-Size" in response.headers:
-            self.batch_sizes.append(int(response.headers["X-Batch-Size"]))
-
-
-async def burst(client: httpx.AsyncClient, url: str, texts: list[str]) -> list[httpx.Response]:
-    return await asyncio.gather(*(client.post(url, json={"text": text}) for text in texts))
-
-
-async def wait_jobs_done(client: httpx.AsyncClient, locations: list[str], limit_s: float = 30.0) -> None:
-    """Poll the tickets (the worker lives in the server process) until each is done."""
-    deadline = time.monotonic() + limit_s
-    pending = list(locations)
-    while pending:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} tickets never finished")
-        statuses = [(await client.get(location)).json()["status"] for location in pending]
-        if "failed" in statuses:
-            raise RuntimeError("a ticket failed")
-        pending = [location for location, status in zip(pending, statuses, strict=True) if status != "done"]
-        if pending:
-            await asyncio.sleep(0.05)
+        if reply.batch_size is not None:
+            self.batch_sizes.append(reply.batch_size)
+        if reply.final not in (None, "done"):
+            raise RuntimeError(f"a ticket ended {reply.final}")
+        self.jobs_done += reply.final == "done"
 
 
 async def fire_bursts(base_url: str, tag: str = "") -> BurstReport:
@@ -77,20 +67,14 @@ async def fire_bursts(base_url: str, tag: str = "") -> BurstReport:
     """
     report = BurstReport()
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
-        plan = {"naive": ("/api/naive/predict", 3), "limited": ("/api/limited/predict", 8)}
-        plan |= {"batched": ("/api/batched/predict", 4), "tickets": ("/api/queue/jobs", 6)}
-        for path, (url, size) in plan.items():
-            texts = [f"{tag}{path} 리뷰 {i}: 배송은 빨랐지만 포장이 아쉬워요" for i in range(size)]
-            responses = await burst(client, url, texts)
-            for response in responses:
-                report.record(path, response)
-            if path == "tickets":
-                accepted = [r.headers["Location"] for r in responses if r.status_code == 202]
-                await wait_jobs_done(client, accepted)
-                report.jobs_done = len(accepted)
+        for path in (p.name for p in PATHS):
+            texts = [f"{tag}{path} 리뷰 {i}: 배송은 빨랐지만 포장이 아쉬워요" for i in range(BURST_SIZES[path])]
+            replies = await asyncio.gather(*(fire_one(client, path, text) for text in texts))
+            for reply in replies:
+                report.record(path, reply)
             if path == "batched":  # alone on an idle lane: its batch goes when the window ends
-                report.record(path, await client.post(url, json={"text": f"{tag}혼자 온 리뷰"}))
-            answered = [text for text, r in zip(texts, responses, strict=True) if r.status_code in (200, 202)]
+                report.record(path, await fire_one(client, path, f"{tag}혼자 온 리뷰"))
+            answered = [text for text, r in zip(texts, replies, strict=True) if r.status in (200, 202)]
             # The same review again: answered from the cache, on the same path.
-            report.record(path, await client.post(url, json={"text": answered[0]}))
+            report.record(path, await fire_one(client, path, answered[0]))
     return report
