@@ -1,14 +1,11 @@
 """The measuring side's one Server-Timing reader and peak-memory sampler, and the students' copy of the reader."""
 
-import importlib.util
 import os
-import sys
-from types import ModuleType
 
 import psutil
 
-from app.bench.live import ROOT
 from app.bench.measure import PeakRss, server_timing, timing_s, tree
+from tests.conftest import students_burst
 
 HEADERS = [
     "wait;dur=12.5, infer;dur=980.1",
@@ -21,15 +18,6 @@ HEADERS = [
     "",
     None,
 ]
-
-
-def students_burst() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("burst_for_measure", ROOT / "static" / "burst.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_server_timing_reads_each_duration_in_milliseconds() -> None:

@@ -1,8 +1,6 @@
 """The path registry: every path describes itself once, and a fifth path shows up wherever the four do."""
 
 import dataclasses
-import importlib.util
-import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -13,13 +11,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.deps import ReviewText
 from app.api.predict import serve
-from app.bench.live import ROOT
 from app.lab import Lab
 from app.main import create_app
 from app.paths import Outcome
 from app.registry import PATHS, Knob, Load, PathSpec, routes
 from app.schema import PredictionOut
 from app.settings import Settings
+from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
 
 FIFTH = PathSpec(
@@ -59,11 +57,7 @@ def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() ->
 
 def test_students_burst_py_lists_the_registered_paths() -> None:
     """static/burst.py stays standard-library only for students, so it keeps its own copy: held to the registry."""
-    spec = importlib.util.spec_from_file_location("burst_for_registry", ROOT / "static" / "burst.py")
-    assert spec is not None and spec.loader is not None
-    burst = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = burst  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(burst)
+    burst = students_burst()
     assert {p.name: (p.label, p.route) for p in PATHS} == burst.PATHS
     assert {str(p.number): p.name for p in PATHS} == burst.PATH_ALIASES
 
