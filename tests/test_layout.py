@@ -6,6 +6,7 @@ at the top or inside a function, so a lazy import cannot hide a cycle.
 """
 
 import ast
+import re
 from pathlib import Path
 
 APP = Path(__file__).parents[1] / "app"
@@ -143,6 +144,34 @@ def test_the_registry_registers_the_names_this_check_looks_for() -> None:
 def test_no_module_in_app_lists_the_paths_by_hand() -> None:
     sources = [p for p in sorted(APP.rglob("*.py")) if p not in MAY_LIST_PATHS]
     lists = {str(p.relative_to(ROOT)): lines for p in sources if (lines := path_lists(ast.parse(p.read_text("utf-8"))))}
+    assert lists == {}
+
+
+LITERAL_GROUP = re.compile(r"\[[^\[\]]*\]|\{[^{}]*\}")  # an innermost [...] or {...}
+QUOTED = re.compile(r"[\"'`](\w+)[\"'`]|\b(\w+)\s*:")  # a quoted word, or an object key
+
+
+def script_path_lists(code: str) -> list[str]:
+    """The innermost array or object literals of a script that name three or more of the paths."""
+    return [
+        group.group(0)[:80]
+        for group in LITERAL_GROUP.finditer(code)
+        if len({a or b for a, b in QUOTED.findall(group.group(0))} & PATH_NAMES) >= 3
+    ]
+
+
+def test_the_script_finder_finds_a_hand_made_list() -> None:
+    assert script_path_lists('const P = ["naive", "limited", "batched"];') == ['["naive", "limited", "batched"]']
+    assert script_path_lists("const L = { naive: 1, limited: 2, tickets: 3 };") != []
+    assert script_path_lists("const P = JSON.parse(block.textContent);") == []
+
+
+def test_no_script_in_static_lists_the_paths_by_hand() -> None:
+    scripts = [
+        p for p in sorted((ROOT / "static").rglob("*")) if p.suffix in {".js", ".py"} and p not in MAY_LIST_PATHS
+    ]
+    assert scripts, "no scripts found under static/"
+    lists = {str(p.relative_to(ROOT)): found for p in scripts if (found := script_path_lists(p.read_text("utf-8")))}
     assert lists == {}
 
 

@@ -1,6 +1,8 @@
 """The path registry: every path describes itself once, and a fifth path shows up wherever the four do."""
 
 import dataclasses
+import json
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -136,3 +138,26 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     assert list(stats["paths"]) == ["naive", "limited", "batched", "tickets", "lifo"]
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
+
+
+async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
+    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+) -> None:
+    client, _ = fifth
+    html = (await client.get("/")).text
+    assert '<input type="radio" name="path" value="lifo"> ⑤ lifo <small>나중에 온 것 먼저</small>' in html
+    block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
+    assert block is not None
+    listed = json.loads(block.group(1))
+    assert [p["name"] for p in listed] == ["naive", "limited", "batched", "tickets", "lifo"]
+    assert listed[-1] | {"gives_up": "?"} == {
+        "name": "lifo",
+        "number": "⑤",
+        "label": "⑤ lifo",
+        "blurb": "나중에 온 것 먼저",
+        "route": "/api/lifo/predict",
+        "answer": "direct",
+        "gives_up": "?",
+        "batches": False,
+        "seats": False,
+    }
