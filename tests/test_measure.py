@@ -4,7 +4,9 @@ import os
 
 import psutil
 
+from app.api.measured import naive_bursts
 from app.bench.measure import PeakRss, server_timing, timing_s, tree
+from app.bench.readme import BLOCK, README, rendered
 from tests.conftest import students_burst
 
 HEADERS = [
@@ -42,3 +44,12 @@ def test_peak_rss_counts_memory_this_process_touched() -> None:
         pass  # even a run shorter than one sampling interval is sampled once
     assert rss.peak >= before + 60 * 2**20
     assert len(ballast) == 64 * 2**20
+
+
+def test_the_readme_quotes_the_committed_bursts() -> None:
+    measured = naive_bursts()
+    assert measured is not None
+    text = README.read_text(encoding="utf-8")
+    assert BLOCK.search(text) is not None, "README.md lost its measured block"
+    assert rendered(text, measured) == text, "README.md's measured sentence is stale: python -m app.bench.readme"
+    assert measured.when in text and measured.host in text

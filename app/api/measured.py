@@ -25,6 +25,7 @@ class NaiveBursts:
     sent: int
     served: int
     fastest_s: float
+    slowest_s: float
     p50_s: float
     peak_of_cap_pct: int
     big_sent: int
@@ -52,6 +53,7 @@ def naive_bursts(path: Path = BURSTS) -> NaiveBursts | None:
             sent=small["clients"],
             served=small["served"],
             fastest_s=round(min(served), 1) if served else 0.0,
+            slowest_s=round(max(served), 1) if served else 0.0,
             p50_s=round(small["p50_s"], 1),
             peak_of_cap_pct=round(small["peak_rss_mb"] * 2**20 * 100 / MEMORY_CAP_BYTES),
             big_sent=big["clients"],
