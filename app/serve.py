@@ -14,7 +14,8 @@ import socket
 import uvicorn
 from fastapi import FastAPI
 
-from app.connections import ConnectionGuard, guarded
+from app.connections import ConnectionGuard
+from app.protocol import GuardedWebSockets, HeadLimits, guarded
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("app.serve")
@@ -61,16 +62,15 @@ class LabServer(uvicorn.Server):
 
 
 def server(app: FastAPI, settings: Settings, *, host: str, port: int, fd: int | None, log_level: str) -> LabServer:
-    guard = ConnectionGuard(
-        request_timeout_s=settings.request_timeout_s,
-        max_connections=connections_that_fit(settings.max_connections),
-    )
+    guard: ConnectionGuard = app.state.connections  # the app's, so its live routes count against the same bound
+    guard.fit(connections_that_fit(settings.max_connections))
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         fd=fd,
-        http=guarded(guard),
+        http=guarded(guard, HeadLimits.of(settings)),
+        ws=GuardedWebSockets,
         lifespan="on",
         access_log=False,
         log_level=log_level,
