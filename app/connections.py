@@ -38,9 +38,7 @@ def raw_answer(kind: ErrorKind, detail: str, *, retry_after_s: int | None = None
     return (head + body).encode()
 
 
-REFUSAL = raw_answer(
-    TOO_MANY_CONNECTIONS, "Every connection this box allows is busy; retry shortly.", retry_after_s=1
-)
+REFUSAL = raw_answer(TOO_MANY_CONNECTIONS, "Every connection this box allows is busy; retry shortly.", retry_after_s=1)
 
 
 class Connection(Protocol):

@@ -164,6 +164,12 @@ class IdempotencyConflict(LabError):
     kind = IDEMPOTENCY_KEY_REUSED
 
 
+class TooManyConnections(LabError):
+    """Every live seat (WebSockets and event streams) is taken: app/connections.py."""
+
+    kind = TOO_MANY_CONNECTIONS
+
+
 class JobAlreadyFinished(LabError):
     kind = JOB_ALREADY_FINISHED
 

@@ -121,7 +121,11 @@ class GuardedProtocol(HttpToolsProtocol):
                 self.send_400_response("Invalid HTTP request received.")
                 return
         limits = self.limits
-        if self._refusal is None and self._in_head and self._head_bytes > limits.request_line_bytes + limits.header_bytes:
+        if (
+            self._refusal is None
+            and self._in_head
+            and self._head_bytes > limits.request_line_bytes + limits.header_bytes
+        ):
             self._refusal = self._head_too_big()
         if self._refusal is not None:
             self._refuse(*self._refusal)
