@@ -66,7 +66,7 @@ def _loc_part(part: int | str) -> int | str:
 
 
 def validation_response(exc: RequestValidationError) -> JSONResponse:
-    """One sentence naming the first problem; the first MAX_FIELDS problems under `fields`, without echoing the input."""
+    """One sentence naming the first problem; the first MAX_FIELDS under `fields`, without echoing the input."""
     errors = list(exc.errors())
     fields = [
         {

@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 class Ticker:
-    """`async with ticker.subscribed() as tick: tick, text = await ticker.next(tick)` — text None once the source is gone."""
+    """`async with ticker.subscribed() as tick: tick, text = await ticker.next(tick)`; text None: the source is gone."""
 
     def __init__(self, build: Callable[[], Awaitable[str | None]], every_s: float) -> None:
         self._build = build

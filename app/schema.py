@@ -7,7 +7,6 @@ numbers into the OpenAPI document and into every route summary that names one (`
 from typing import Any
 
 import regex
-
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
 from app.errors import TABLE, InvalidReview, LabError

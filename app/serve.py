@@ -10,6 +10,7 @@ import logging
 import math
 import resource
 import socket
+import sys
 
 import uvicorn
 from fastapi import FastAPI
@@ -79,6 +80,20 @@ def server(app: FastAPI, settings: Settings, *, host: str, port: int, fd: int | 
     return LabServer(config, app)
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """Bound before the app is built, so a port in use is said in one line at once, not after loading the model."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     parser = argparse.ArgumentParser(description=__doc__)
@@ -87,9 +102,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, default=None, help="serve this listening socket instead (the box's)")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
+    sockets = None
+    if args.fd is None:
+        try:
+            sockets = [listening_socket(args.host, args.port)]
+        except OSError as err:
+            sys.exit(f"app.serve: cannot listen on {args.host}:{args.port}: {err.strerror or err}.")
     from app.main import app  # built here, so --help needs no app
 
-    server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level).run()
+    server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level).run(sockets=sockets)
 
 
 if __name__ == "__main__":

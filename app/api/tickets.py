@@ -12,8 +12,8 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.api.deps import get_lab
-from app.drain import until_set
 from app.connections import ConnectionGuard, LiveSeat
+from app.drain import until_set
 from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
 from app.jobs.models import JobStatus
 from app.openapi import INPUT_ERRORS, answer, answers

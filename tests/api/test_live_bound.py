@@ -31,7 +31,7 @@ def make_client(tmp_path: Path) -> Iterator[Any]:
 
 def test_many_sockets_share_one_snapshot_per_tick(make_client: Any) -> None:
     client = make_client()
-    tickets = client.app.state.lab.tickets  # type: ignore[attr-defined]
+    tickets = client.app.state.lab.tickets
     reads = {"n": 0}
     snapshot = tickets.snapshot
 
@@ -66,3 +66,18 @@ def test_past_the_live_bound_a_socket_is_closed_with_try_again_later(make_client
         assert "lane" in first.receive_json()  # the one served goes on
     with client.websocket_connect("/api/stats/live") as again:  # its seat was given back
         assert "lane" in again.receive_json()
+
+
+def test_an_event_stream_takes_a_live_seat_and_is_refused_past_the_bound(make_client: Any) -> None:
+    client = make_client(max_live_connections=1)
+    job_id = client.post("/api/queue/jobs", json={"text": "따라가기"}).json()["job_id"]
+    held = client.app.state.connections.live_seat()  # a page's socket
+    assert held is not None
+    refused = client.get(f"/api/queue/events?job_id={job_id}")
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"] == "too_many_connections" and refused.headers["retry-after"] == "5"
+    assert client.get(f"/api/queue/jobs/{job_id}/events").status_code == 503
+    held.release()
+    followed = client.get(f"/api/queue/jobs/{job_id}/events")  # the job is done: the stream ends by itself
+    assert followed.status_code == 200 and "event: status" in followed.text
+    assert client.app.state.connections.live == 0  # given back when it ended

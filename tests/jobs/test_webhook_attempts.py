@@ -1,6 +1,5 @@
 """Webhook attempts that fail in any way are counted and end `failed`; hosts are ASCII before they are kept."""
 
-import asyncio
 import logging
 import time
 
@@ -15,6 +14,7 @@ from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.receiver import webhook_receiver
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles
+from tests.waiting import eventually
 
 FULLWIDTH_LOOPBACK = "１２７.０.０.１"  # what issue 20's probe sent, aimed at our receiver
 
@@ -73,8 +73,11 @@ async def pending_job(store: MemoryJobStore, attempts: int = 0) -> Job:
 async def rounds_until_settled(sender: WebhookDispatcher, store: MemoryJobStore, job_id: str) -> Job:
     for _ in range(50):  # a failure guard: each round is due at once (no backoff)
         await sender.deliver_due()
-        while sender.in_flight:
-            await asyncio.sleep(0)
+
+        async def sent() -> bool:
+            return sender.in_flight == 0
+
+        await eventually(sent)
         job = await store.get(job_id)
         assert job is not None
         if job.webhook_state is not WebhookState.PENDING:
@@ -94,7 +97,7 @@ async def test_an_attempt_failing_with_any_exception_counts_and_the_last_one_fai
         calls += 1
         raise UnicodeEncodeError("ascii", "９", 0, 1, "ordinal not in range(128)")
 
-    sender.send = broken_send  # type: ignore[method-assign]
+    sender.send = broken_send  # type: ignore[method-assign,assignment]
     job = await pending_job(store)
     with caplog.at_level(logging.INFO, logger="app.jobs.webhooks"):
         final = await rounds_until_settled(sender, store, job.id)
