@@ -202,14 +202,8 @@ class WebhookDispatcher:
             outcome.webhook_next_at = time.time() + delay
         # One line per attempt; a traceback only for an error that is not a receiver's or a URL's.
         level = logging.INFO if error is None else logging.ERROR if unexpected else logging.WARNING
-        log.log(
-            level,
-            "webhook for job %s, attempt %d: %s",
-            claim.id,
-            claim.webhook_attempts,
-            error or "delivered",
-            exc_info=unexpected,
-        )
+        attempt = f"webhook for job {claim.id}, attempt {claim.webhook_attempts}"
+        log.log(level, "%s: %s", attempt, error or "delivered", exc_info=unexpected)
         await self._store.replace(outcome, Expect(claim.status, webhook_attempts=claim.webhook_attempts))
 
     async def send(self, job: Job) -> str | None:
