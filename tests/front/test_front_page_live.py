@@ -1,0 +1,106 @@
+"""The burst page through the classroom front, as a class sees it: HTTP/2, twelve at once on the box, a death as 502.
+
+Real headless Chromium against Caddy (tls internal, so the page's context ignores the local CA's
+certificate) in front of a real box with the tiny model.
+"""
+
+import contextlib
+import json
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.box.test_box_live import CAP, boxed
+from tests.browser import browser
+from tests.front_proxy import Front, fronted
+from tests.server import live_server, slowed
+from tests.test_burst_page_live import GUARD_MS, finish, fire
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+__all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
+
+BURST = 12
+# One at a time stays under the small cap (the box infers its samples one by one at start-up: ~25 MiB
+# over the ~150 MiB at rest); twelve at once take ~540 MiB more and pass it (measured 2026-12-01).
+MEDIUM_REVIEW = "배송이 늦고 포장이 엉망이었어요. " * 15
+PROTOCOLS = """() => [...new Set(performance.getEntriesByType('resource')
+  .filter((e) => e.name.startsWith(location.origin)).map((e) => e.nextHopProtocol))]"""
+
+
+def open_page(browser: Browser, front: Front) -> Page:
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, locale="ko-KR", ignore_https_errors=True)
+    page = context.new_page()
+    page.goto(f"{front.url}/")
+    page.wait_for_function("document.getElementById('box-panel').dataset.channel === 'websocket'")
+    return page
+
+
+class InFlight:
+    """Polls the box's own /api/stats (not through the front) and keeps the most ① requests it saw in flight at once."""
+
+    def __init__(self, box_url: str) -> None:
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, args=(box_url,), name="in-flight", daemon=True)
+
+    def _poll(self, box_url: str) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not self._stop.is_set():
+                with contextlib.suppress(httpx.HTTPError):
+                    self.most = max(self.most, client.get(f"{box_url}/api/stats").json()["paths"]["naive"]["in_flight"])
+                self._stop.wait(0.02)
+
+    def __enter__(self) -> "InFlight":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_the_pages_burst_of_12_reaches_the_box_at_once_over_http2(browser: Browser) -> None:
+    """Over HTTP/1.1 the browser would hold six connections and send the other six later."""
+    with live_server(**slowed(0.3)) as server, fronted(server.url) as front:
+        page = open_page(browser, front)
+        with InFlight(server.url) as seen:
+            fire(page, "naive", BURST)
+            page.wait_for_function(f"document.querySelectorAll('#rows tbody tr').length === {BURST}")
+            finish(page)
+        assert page.evaluate(PROTOCOLS) == ["h2"]
+        assert seen.most == BURST
+        statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
+        assert statuses == ["200"] * BURST
+        page.context.close()
+
+
+@pytest.fixture
+def long_samples(tmp_path: Path) -> Path:
+    """The page fires the box's sample reviews: longer ones, so twelve at once pass the small cap."""
+    path = tmp_path / "samples.json"
+    path.write_text(json.dumps([{"id": i, "text": f"{MEDIUM_REVIEW} {i}"} for i in range(1, 25)], ensure_ascii=False))
+    return path
+
+
+def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_the_panel_sees_it(
+    browser: Browser, long_samples: Path
+) -> None:
+    settings = {
+        "LAB_MEMORY_CAP_BYTES": str(CAP),
+        "LAB_BOX_SECONDS_PER_REVIEW": "0",
+        "LAB_SAMPLES_FILE": str(long_samples),
+    }
+    with boxed(**settings) as box, fronted(box.url) as front:
+        page = open_page(browser, front)
+        fire(page, "naive", BURST)
+        finish(page)
+        statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
+        assert "502" in statuses and set(statuses) <= {"200", "502"}  # the front answers; no cut connection
+        page.wait_for_function(
+            "document.getElementById('box-death').textContent.includes('상자가 죽었습니다')", timeout=GUARD_MS
+        )
+        assert box.stats()["deaths"] == 1
+        page.context.close()
