@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page
 
 from tests.box.test_box_live import CAP, boxed
 from tests.browser import browser
-from tests.front_proxy import Front, fronted
+from tests.front_proxy import fronted
 from tests.server import live_server, slowed
 from tests.test_burst_page_live import GUARD_MS, finish, fire
 
@@ -30,10 +30,10 @@ PROTOCOLS = """() => [...new Set(performance.getEntriesByType('resource')
   .filter((e) => e.name.startsWith(location.origin)).map((e) => e.nextHopProtocol))]"""
 
 
-def open_page(browser: Browser, front: Front) -> Page:
+def open_page(browser: Browser, url: str) -> Page:
     context = browser.new_context(viewport={"width": 1366, "height": 900}, locale="ko-KR", ignore_https_errors=True)
     page = context.new_page()
-    page.goto(f"{front.url}/")
+    page.goto(f"{url}/")
     page.wait_for_function("document.getElementById('box-panel').dataset.channel === 'websocket'")
     return page
 
@@ -62,19 +62,24 @@ class InFlight:
         self._thread.join()
 
 
-def test_the_pages_burst_of_12_reaches_the_box_at_once_over_http2(browser: Browser) -> None:
-    """Over HTTP/1.1 the browser would hold six connections and send the other six later."""
+def burst_from_the_page(browser: Browser, page_url: str, box_url: str) -> tuple[list[str], int]:
+    """The page's ① burst of 12: the protocols its requests went over, and the most the box had in flight at once."""
+    page = open_page(browser, page_url)
+    with InFlight(box_url) as seen:
+        fire(page, "naive", BURST)
+        finish(page)
+    statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
+    assert statuses == ["200"] * BURST
+    protocols: list[str] = page.evaluate(PROTOCOLS)
+    page.context.close()
+    return protocols, seen.most
+
+
+def test_the_pages_burst_of_12_reaches_the_box_at_once_over_http2_and_in_sixes_without(browser: Browser) -> None:
     with live_server(**slowed(0.3)) as server, fronted(server.url) as front:
-        page = open_page(browser, front)
-        with InFlight(server.url) as seen:
-            fire(page, "naive", BURST)
-            page.wait_for_function(f"document.querySelectorAll('#rows tbody tr').length === {BURST}")
-            finish(page)
-        assert page.evaluate(PROTOCOLS) == ["h2"]
-        assert seen.most == BURST
-        statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
-        assert statuses == ["200"] * BURST
-        page.context.close()
+        assert burst_from_the_page(browser, front.url, server.url) == (["h2"], BURST)
+        # Straight to the box, HTTP/1.1: the browser holds six connections per host and sends the rest later.
+        assert burst_from_the_page(browser, server.url, server.url) == (["http/1.1"], 6)
 
 
 @pytest.fixture
@@ -94,7 +99,7 @@ def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_the_panel_sees_it(
         "LAB_SAMPLES_FILE": str(long_samples),
     }
     with boxed(**settings) as box, fronted(box.url) as front:
-        page = open_page(browser, front)
+        page = open_page(browser, front.url)
         fire(page, "naive", BURST)
         finish(page)
         statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
