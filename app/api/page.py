@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel
 
 from app.api.deps import get_lab
-from app.paths import PATHS
+from app.registry import PATHS
 from app.schema import limits
 from app.settings import PROJECT_ROOT
 
@@ -75,8 +75,7 @@ def page_paths() -> list[PagePath]:
     "answer": "direct", "gives_up": "fast_answers", "batches": false, "seats": false}`.
     """
     return [
-        PagePath(name=name, number=number, label=f"{number} {name}", **_FACTS[name])
-        for number, name in zip("①②③④", PATHS, strict=True)
+        PagePath(name=path.name, number=path.mark, label=path.label, **_FACTS[path.name]) for path in PATHS
     ]
 
 

@@ -4,7 +4,7 @@ import json
 import re
 
 from app.api.page import STATIC_DIR, page_paths
-from app.paths import PATHS
+from app.registry import PATHS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
@@ -52,7 +52,7 @@ async def test_the_page_lists_its_paths_once_in_a_json_block(lab_client: LabClie
     assert block is not None
     listed = json.loads(block.group(1))
     assert listed == page_paths()
-    assert [p["name"] for p in listed] == list(PATHS)
+    assert [p["name"] for p in listed] == [p.name for p in PATHS]
     assert [p["label"] for p in listed] == ["① naive", "② limited", "③ batched", "④ tickets"]
     assert {p["route"] for p in listed} <= routes  # every route the page fires at is one the app serves
     assert [p["name"] for p in listed if p["answer"] == "ticket"] == ["tickets"]
@@ -61,7 +61,7 @@ async def test_the_page_lists_its_paths_once_in_a_json_block(lab_client: LabClie
 def test_no_script_but_the_block_names_the_paths() -> None:
     for path in STATIC_DIR.glob("js/*.js"):
         code = path.read_text(encoding="utf-8")
-        named = {name for name in PATHS if re.search(rf"[\"'`]{name}[\"'`]", code)}
+        named = {p.name for p in PATHS if re.search(rf"[\"'`]{p.name}[\"'`]", code)}
         assert named == set(), f"{path.name} names {named}: read them from paths.js (the #lab-paths block)"
 
 
