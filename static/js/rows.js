@@ -40,15 +40,20 @@ function barFor(row, scaleMs) {
   return track;
 }
 
+/** The box died while this row waited: its answer is the front's 502 or a cut connection. */
+export function ranIntoDeath(row, boxDeaths) {
+  return row.state === "done" && (row.status === null || row.status === 502) && boxDeaths > row.boxDeaths;
+}
+
 /** The response cell; `boxDeaths` is how often the box has died so far (the panel's count). */
 function statusCell(row, boxDeaths) {
   if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
+  const died = ranIntoDeath(row, boxDeaths);
   if (row.status === null) {
-    const died = boxDeaths > row.boxDeaths;
     return el("td", { class: "status err", title: row.error }, died ? "상자가 죽어 연결이 끊김" : "연결 오류");
   }
-  const cls = `status s${String(row.status)[0]}`;
-  let detail = "";
+  const cls = `status s${String(row.status)[0]}${died ? " died" : ""}`;
+  let detail = died ? "상자가 죽음" : "";
   if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
   if (row.error && row.status >= 400) detail = `${row.error}${detail ? " · " + detail : ""}`;
   if (row.ticket) detail = ticketDetail(row);

@@ -26,6 +26,12 @@ BURST = 12
 # One at a time stays under the small cap (the box infers its samples one by one at start-up: ~25 MiB
 # over the ~150 MiB at rest); twelve at once take ~540 MiB more and pass it (measured 2026-12-01).
 MEDIUM_REVIEW = "배송이 늦고 포장이 엉망이었어요. " * 15
+STATUS_CELLS = "cells => cells.map((c) => c.firstChild.textContent)"  # the status, without its detail
+# When each page's banner first said the box was down (Date.now(), the clock the box's last_death.at uses).
+WATCH_ALERT = """new MutationObserver(() => {
+  const alert = document.getElementById('box-alert');
+  if (alert && alert.dataset.state === 'down' && window.downAt === undefined) window.downAt = Date.now();
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-state']});"""
 PROTOCOLS = """() => [...new Set(performance.getEntriesByType('resource')
   .filter((e) => e.name.startsWith(location.origin)).map((e) => e.nextHopProtocol))]"""
 
@@ -68,7 +74,7 @@ def burst_from_the_page(browser: Browser, page_url: str, box_url: str) -> tuple[
     with InFlight(box_url) as seen:
         fire(page, "naive", BURST)
         finish(page)
-    statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
+    statuses = page.eval_on_selector_all("#rows tbody td.status", STATUS_CELLS)
     assert statuses == ["200"] * BURST
     protocols: list[str] = page.evaluate(PROTOCOLS)
     page.context.close()
@@ -90,7 +96,7 @@ def long_samples(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_the_panel_sees_it(
+def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_every_page_sees_it(
     browser: Browser, long_samples: Path
 ) -> None:
     settings = {
@@ -99,13 +105,25 @@ def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_the_panel_sees_it(
         "LAB_SAMPLES_FILE": str(long_samples),
     }
     with boxed(**settings) as box, fronted(box.url) as front:
-        page = open_page(browser, front.url)
-        fire(page, "naive", BURST)
-        finish(page)
-        statuses = page.eval_on_selector_all("#rows tbody td.status", "cells => cells.map((c) => c.textContent)")
+        pages = [open_page(browser, front.url) for _ in range(2)]  # one fires, one only watches
+        for page in pages:
+            page.evaluate(WATCH_ALERT)
+        firing = pages[0]
+        fire(firing, "naive", BURST)
+        finish(firing)
+        statuses = firing.eval_on_selector_all("#rows tbody td.status", STATUS_CELLS)
         assert "502" in statuses and set(statuses) <= {"200", "502"}  # the front answers; no cut connection
-        page.wait_for_function(
-            "document.getElementById('box-death').textContent.includes('상자가 죽었습니다')", timeout=GUARD_MS
-        )
+        for page in pages:
+            page.wait_for_selector("#box-alert[data-state=back]", timeout=GUARD_MS)
+        death = box.stats()["last_death"]
+        for page in pages:
+            # Seen within a second of the death (the box's clock and the page's are this machine's).
+            assert page.evaluate("window.downAt") - death["at"] * 1000 <= 1000
+            alert = page.inner_text("#box-alert")
+            assert "다시 살아났습니다" in alert and "메모리 상한" in alert and "1번 죽음" in alert
+            assert page.get_attribute("#box-alert", "data-deaths") == "1"
+        assert firing.get_attribute("#burst-status", "data-died") == str(statuses.count("502"))
+        assert "상자가 죽어" in firing.inner_text("#burst-status")
         assert box.stats()["deaths"] == 1
-        page.context.close()
+        for page in pages:
+            page.context.close()
