@@ -75,7 +75,7 @@ _twin-if-missing:
 
 # ---------------------------------------------------------------- tests
 
-# What the tests need from the system: Debian's chromium, prometheus, caddy and Korean fonts (installed only when missing),
+# What the tests need from the system: Debian's chromium, prometheus, caddy, npm and Korean fonts, axe-core from npm (package-lock.json) (installed only when missing),
 # and the Redis at 127.0.0.1:6379 (started only when redis-server is installed and nothing answers there).
 # Install what the browser, Prometheus and Redis tests need (only what is missing or down).
 [group('tests')]
@@ -86,12 +86,14 @@ setup:
     command -v chromium >/dev/null || missing+=(chromium)
     command -v prometheus >/dev/null || missing+=(prometheus)
     command -v caddy >/dev/null || missing+=(caddy)  # the classroom front and its browser tests
+    command -v npm >/dev/null || missing+=(npm)  # axe-core for the accessibility tests (package.json)
     [ -d /usr/share/fonts/truetype/nanum ] || missing+=(fonts-nanum)  # Korean glyphs in browser screenshots
     if [ ${#missing[@]} -gt 0 ]; then
         sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
         $sudo apt-get update -q
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
     fi
+    [ -f node_modules/axe-core/axe.min.js ] || npm ci --no-audit --no-fund --silent
     if command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
         redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
     fi

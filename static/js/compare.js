@@ -84,7 +84,16 @@ export function renderCompare(saved, select) {
       el("p", { class: "gave-up" }, gaveUp(burst)),
       burst.box ? el("p", { class: "box-record" }, `상자: ${describeRecording(burst.box)}`) : null,
     );
+    // A card is a control: reachable with Tab, opened with Enter or Space as with a click.
+    Object.assign(card, { tabIndex: 0 });
+    card.setAttribute("role", "button");
+    card.setAttribute("aria-label", `${burstLabel(burst)} ${when}: 이 발사 결과 보기`);
     card.addEventListener("click", () => select(key));
+    card.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      select(key);
+    });
     return card;
   });
   if (!cards.length) cards.push(el("div", { class: "compare-card empty" }, "아직 없음: 발사하면 여기에 쌓입니다."));

@@ -110,20 +110,22 @@ export function renderRows(burst, boxDeaths) {
       }
       const roundTrip = el("td", {
         class: row.state === "done" ? "num rt" : "num rt elapsed",
+        dataset: { label: "왕복" },
         title: row.ticket ? `202까지 ${fmtMs(row.ticket.turnaroundMs)}` : "",
       });
       roundTrip.textContent = row.state === "done" ? fmtMs(row.totalMs) : elapsedText(burst, row);
       return el(
         "tr",
         { class: `row ${row.state === "done" ? "" : "pending"}`, dataset },
-        el("td", { class: "num" }, String(row.index)),
+        el("td", { class: "num idx" }, String(row.index)),
         el("td", { class: "text", title: row.text }, row.text),
         statusCell(row, boxDeaths),
         el("td", { class: "bar-col" }, barFor(row, scaleMs)),
-        el("td", { class: "num" }, fmtMs(row.waitMs)),
-        el("td", { class: "num" }, fmtMs(row.inferMs)),
+        // data-label: on a phone the row reflows into a card and each number carries its own name.
+        el("td", { class: "num wait", dataset: { label: "서버 대기" } }, fmtMs(row.waitMs)),
+        el("td", { class: "num infer", dataset: { label: "추론" } }, fmtMs(row.inferMs)),
         roundTrip,
-        el("td", {}, row.top || ""),
+        el("td", { class: "top" }, row.top || ""),
       );
     }),
   );
