@@ -11,9 +11,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.bench.serverproc import stop_process
+from app.bench.serverproc import free_port, stop_process
 from app.front.caddy import front_url, start_caddy, wait_front
-from tests.server import free_port
 
 __all__ = ["Front", "fronted"]
 

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 
+from app.bench.live import live_server, slowed
 from tests.box.test_box_live import CAP, boxed
 from tests.browser import browser
 from tests.front_proxy import fronted
-from tests.server import live_server, slowed
 from tests.test_burst_page_live import GUARD_MS, finish, fire
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
