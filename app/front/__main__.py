@@ -43,10 +43,11 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         wait_front(url, caddy)
-    except (RuntimeError, TimeoutError) as error:
+    except RuntimeError as error:
         log.error("The front did not start (%s); see %s", error, state_dir / "caddy.log")
-        stop_process(caddy, limit_s=10)
         return 1
+    except TimeoutError:  # a public domain's first certificate can take longer: Caddy keeps trying
+        log.warning("%s does not answer yet (a certificate being obtained?); see %s", url, state_dir / "caddy.log")
     log.info("%s  the class's address (HTTPS, HTTP/2) -> the box at http://%s", url, upstream)
     log.info("Caddy's own CA signs localhost and LAN names: browsers warn once; log: %s", state_dir / "caddy.log")
     box = start_box(settings)
