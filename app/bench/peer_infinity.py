@@ -11,7 +11,7 @@ Fair to both, by construction:
 - one onnxruntime thread: optimum builds its session without options, so every session made in
   this process gets intra/inter-op threads 1 (the lab's setting), checked and printed at load;
 - `--batch-size 8`: Infinity packs up to 8 (query, document) pairs per call, sorted by length.
-Known failures, handled by the bench instead of hidden (docs/benchmarks.md): Infinity's warm-up
+Known failures, worked around or handled by the bench instead of hidden (docs/benchmarks.md): Infinity's warm-up
 tokenizes to `max_position_embeddings` (514) and fails on a model with 512 usable positions, so
 it starts with `--no-model-warmup` and the bench warms it with one request; a request longer
 than 512 tokens kills its inference thread while /health stays 200 (the bench probes for that).
@@ -83,7 +83,14 @@ def main() -> None:
     port, model_dir, scratch = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     folder = hf_folder(model_dir, scratch / "infinity-model")
     ort.InferenceSession = OneThreadSession  # before optimum builds its session
-    from infinity_emb.cli import cli  # after the patch, and only in Infinity's venv
+    # Only in Infinity's venv, after the patch above.
+    import infinity_emb.transformer.crossencoder.optimum as crossencoder
+    from infinity_emb.cli import cli
+
+    # Infinity 0.0.78 passes optimum the ONNX file's full path; optimum-onnx 0.1 wants the name
+    # inside the folder ("Could not find any ONNX files with target file name /tmp/.../model.onnx").
+    found = crossencoder.get_onnx_files
+    crossencoder.get_onnx_files = lambda **kwargs: Path(found(**kwargs).name)
 
     sys.argv = [
         "infinity_emb",
