@@ -1,11 +1,11 @@
 """Where a call's time goes, by operator, for each call shape: onnxruntime's own profiler, per real token.
 
 Why do smaller calls cost less per token on some CPUs (docs/model.md, "Call shape")? Each
-chunk size scores the same three sample reviews (the chooser's one-review workload) with
-`SessionOptions.enable_profiling`; the trace's node events are summed by operator type and
-divided by the real (unpadded) tokens, so padding shows as its own column and the rest is
-the per-token cost of each kind of work (int8 matrix products, quantizing activations, attention,
-element-wise ops). Pinned to one core like every benchmark. Writes docs/bench/callcost.{md,json}.
+chunk size scores the same three sample reviews (the chooser's one-review workload) in its
+own profiled session (`SessionOptions.enable_profiling`), the sizes taking turns call by call.
+The traces' node events are summed by operator type and divided by the real (unpadded)
+tokens; the process's CPU time per token is the figure a busy shared host disturbs least.
+Pinned to one core like every benchmark. Writes docs/bench/callcost.{md,json}.
 """
 
 import argparse
@@ -29,39 +29,64 @@ from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 CHUNKS = (4, 8, 12, 24)
 
 
-def profiled(model: RerankerModel, chunk: int, calls: list[list[str]], repeats: int, scratch: Path) -> dict[str, Any]:
-    """Score `calls` `repeats` times in `chunk`-pair calls under the profiler; the trace summed by operator type."""
+def session(model_dir: Path, prefix: Path) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.enable_profiling = True
-    options.profile_file_prefix = str(scratch / f"chunk{chunk}")
-    model.session = ort.InferenceSession(
-        str(model.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
-    )
-    model.call_shape = CallShape.fixed(chunk)
-    model.score(calls[0])  # first-call setup, in the trace but not in the sums (filtered by run below)
-    real = padded = 0
-    started = time.perf_counter()
+    options.profile_file_prefix = str(prefix)
+    return ort.InferenceSession(str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
+
+
+def tokens(model: RerankerModel, texts: list[str], chunk: int) -> tuple[int, int]:
+    """(real, padded) tokens of one `score` call in sorted `chunk`-pair calls."""
+    pairs = [(t.query, text) for text in texts for t in model.topics]
+    lengths = sorted(len(e.ids) for e in model.tokenizer.encode_batch(pairs))
+    padded = sum(max(lengths[i : i + chunk]) * len(lengths[i : i + chunk]) for i in range(0, len(lengths), chunk))
+    return sum(lengths), padded
+
+
+def profiled(model: RerankerModel, calls: list[list[str]], repeats: int, scratch: Path) -> list[dict[str, Any]]:
+    """Every chunk size has its own profiled session; they take turns call by call, so a busy moment on a
+    shared host lands on all of them alike. Sums the traces by operator type; CPU time per chunk size too."""
+    sessions = {chunk: session(model.model_dir, scratch / f"chunk{chunk}") for chunk in CHUNKS}
+    totals = {chunk: {"real": 0, "padded": 0, "cpu": 0.0, "wall": 0.0} for chunk in CHUNKS}
+    for chunk in CHUNKS:  # first-call setup: in the trace, left out of the sums below
+        model.session, model.call_shape = sessions[chunk], CallShape.fixed(chunk)
+        model.score(calls[0])
     for _ in range(repeats):
         for texts in calls:
-            pairs = [(t.query, text) for text in texts for t in model.topics]
-            lengths = sorted(len(e.ids) for e in model.tokenizer.encode_batch(pairs))
-            real += sum(lengths)
-            padded += sum(
-                max(lengths[i : i + chunk]) * len(lengths[i : i + chunk]) for i in range(0, len(lengths), chunk)
-            )
-            model.score(texts)
-    wall = time.perf_counter() - started
-    trace = json.loads(Path(model.session.end_profiling()).read_text(encoding="utf-8"))
-    by_op: dict[str, float] = defaultdict(float)
-    runs = [e for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run"]
-    first_run_end = runs[0]["ts"] + runs[0]["dur"] if runs else 0
-    for event in trace:
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and event["ts"] > first_run_end:
-            by_op[event["args"]["op_name"]] += event["dur"] / 1e6
-    return {"chunk": chunk, "real_tokens": real, "padded_tokens": padded, "wall_s": wall, "by_op_s": dict(by_op)}
+            for chunk in CHUNKS:
+                model.session, model.call_shape = sessions[chunk], CallShape.fixed(chunk)
+                real, padded = tokens(model, texts, chunk)
+                cpu, wall = time.process_time(), time.perf_counter()
+                model.score(texts)
+                totals[chunk]["cpu"] += time.process_time() - cpu
+                totals[chunk]["wall"] += time.perf_counter() - wall
+                totals[chunk]["real"] += real
+                totals[chunk]["padded"] += padded
+    results = []
+    for chunk, sess in sessions.items():
+        trace = json.loads(Path(sess.end_profiling()).read_text(encoding="utf-8"))
+        runs = [e for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run"]
+        first_end = runs[0]["ts"] + runs[0]["dur"] if runs else 0
+        by_op: dict[str, float] = defaultdict(float)
+        for event in trace:
+            if event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and event["ts"] > first_end:
+                by_op[event["args"]["op_name"]] += event["dur"] / 1e6
+        t = totals[chunk]
+        results.append(
+            {
+                "chunk": chunk,
+                "real_tokens": t["real"],
+                "padded_tokens": t["padded"],
+                "cpu_s": t["cpu"],
+                "wall_s": t["wall"],
+                "by_op_s": dict(by_op),
+            }
+        )
+    return results
 
 
 def table(results: list[dict[str, Any]]) -> list[str]:
@@ -76,6 +101,8 @@ def table(results: list[dict[str, Any]]) -> list[str]:
     lines.append("| all operators | " + " | ".join(totals) + " |")
     walls = [f"{1e6 * r['wall_s'] / r['real_tokens']:.1f}" for r in results]
     lines.append("| wall clock (with tokenizing, copying) | " + " | ".join(walls) + " |")
+    cpus = [f"**{1e6 * r['cpu_s'] / r['real_tokens']:.1f}**" for r in results]
+    lines.append("| CPU time of the process | " + " | ".join(cpus) + " |")
     pads = [f"{100 * (r['padded_tokens'] / r['real_tokens'] - 1):.1f} %" for r in results]
     lines.append("| padded tokens over real | " + " | ".join(pads) + " |")
     return lines
@@ -94,10 +121,7 @@ def main() -> None:
     model = RerankerModel(args.model_dir, load_topics(PROJECT_ROOT / "app" / "data" / "topics.json"))
     started, load = datetime.now(UTC), os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
-        results = []
-        for chunk in CHUNKS:
-            results.append(profiled(model, chunk, calls, args.repeats, Path(scratch)))
-            print(json.dumps({k: v for k, v in results[-1].items() if k != "by_op_s"}), flush=True)
+        results = profiled(model, calls, args.repeats, Path(scratch))
     end_load = os.getloadavg()
     header = (
         f"Measured {started:%Y-%m-%d %H:%M} UTC on {machine()} ({cpu_model()}), {affinity()}, one onnxruntime "
