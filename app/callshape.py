@@ -68,6 +68,8 @@ class Choice:
         return {
             "one_review": self.shape.single.label,
             "batch": self.shape.batch.label,
+            "one_review_shape": {"chunk": self.shape.single.chunk, "sort": self.shape.single.sort},
+            "batch_shape": {"chunk": self.shape.batch.chunk, "sort": self.shape.batch.sort},
             "source": self.source,
             "key": self.key,
             "measured_at": self.measured_at,
