@@ -306,6 +306,8 @@ def main() -> None:
     if args.core is None:
         parser.error("pinning both servers to one core needs Linux (sched_setaffinity, taskset)")
 
+    # A `timeout` or Ctrl-C must still stop the pinned servers (their groups are not ours).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if INFINITY in args.servers and not args.infinity_python.exists():
         parser.error(f"{args.infinity_python} missing: `just setup-infinity` installs the extra `infinity` there")
     capacity = args.capacity or capacity_from_curve(CURVE)

@@ -18,6 +18,7 @@ than 512 tokens kills its inference thread while /health stays 200 (the bench pr
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class OneThreadSession(ort.InferenceSession):  # type: ignore[misc]
 def main() -> None:
     port, model_dir, scratch = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     folder = hf_folder(model_dir, scratch / "infinity-model")
+    os.environ["DO_NOT_TRACK"] = "1"  # Infinity reports usage to PostHog otherwise (retries offline)
     ort.InferenceSession = OneThreadSession  # before optimum builds its session
     # Only in Infinity's venv, after the patch above.
     import infinity_emb.transformer.crossencoder.optimum as crossencoder
