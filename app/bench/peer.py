@@ -55,6 +55,7 @@ from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 ROUTES = {LAB: "/api/batched/predict", LAB_LIMITED: "/api/limited/predict", PEER: "/predict", INFINITY: "/rerank"}
+SHORT = {"lab3": LAB, "lab2": LAB_LIMITED, "litserve": PEER, "infinity": INFINITY}  # for `just bench-peer ARGS`
 TOPICS = [t.query for t in load_topics(PROJECT_ROOT / "app" / "data" / "topics.json")]
 INFINITY_PYTHON = PROJECT_ROOT / ".venv-infinity" / "bin" / "python"
 # Under the lab's 2,000-character limit, past the model's 512 positions: the lab truncates to 512
@@ -296,7 +297,14 @@ def main() -> None:
     parser.add_argument(
         "--tag", default="", help="writes peer-TAG.{md,json}: a long bench split into runs under ~10 min"
     )
-    parser.add_argument("--servers", nargs="*", default=[LAB, LAB_LIMITED, PEER, INFINITY], choices=list(ROUTES))
+    parser.add_argument(
+        "--servers",
+        nargs="*",
+        default=[LAB, LAB_LIMITED, PEER, INFINITY],
+        choices=list(ROUTES),
+        type=lambda name: SHORT.get(name, name),
+        help="lab3, lab2, litserve, infinity (or their full names)",
+    )
     parser.add_argument(
         "--infinity-python", type=Path, default=INFINITY_PYTHON, help="the venv with the extra `infinity`"
     )
