@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -30,11 +29,11 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
-import psutil
 
 from app.bench.bursts import machine, model_line
 from app.bench.cores import bench_core, keep_off
-from app.bench.load import LoadConfig, LoadResult, Outcome, TextSource, category_of, run_load
+from app.bench.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
+from app.bench.measure import PeakRss, tree
 from app.bench.peer_report import (
     INFINITY,
     LAB,
@@ -63,50 +62,17 @@ INFINITY_PYTHON = PROJECT_ROOT / ".venv-infinity" / "bin" / "python"
 LONG_TOKENS_TEXT = ("배송이 빠르고 포장이 꼼꼼해서 정말 만족스러운 구매였습니다. " * 60)[:1990]
 
 
-class TreeRss:
-    """Samples the RSS and CPU time of a process and all its descendants; `.peak` is the highest RSS sum seen."""
-
-    def __init__(self, pid: int, every_s: float = 0.05) -> None:
-        self._root = psutil.Process(pid)
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.peak = 0
-        self.cpu: list[tuple[float, float]] = []  # (monotonic, CPU seconds of the tree so far)
-        self._thread = threading.Thread(target=self._sample, name="tree-rss", daemon=True)
-
-    def __enter__(self) -> "TreeRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            total, cpu = 0, 0.0
-            try:
-                for process in [self._root, *self._root.children(recursive=True)]:
-                    total += process.memory_info().rss
-                    times = process.cpu_times()
-                    cpu += times.user + times.system
-                self.cpu.append((time.monotonic(), cpu))
-            except psutil.Error:
-                pass  # a child came or went mid-walk: the next sample counts it
-            self.peak = max(self.peak, total)
-            self._stop.wait(self._every_s)
-
-    def busy_after(self, left: float, quiet_s: float = 3.0, limit_s: float = 120.0) -> float:
-        """Seconds after `left` (the last client leaving) until the tree stopped using CPU: waits until
-        it has been idle (under 10 % of a core) for `quiet_s`, or `limit_s` passed."""
-        last_busy = left
-        while (now := time.monotonic()) - last_busy < quiet_s and now - left < limit_s:
-            time.sleep(0.25)
-            samples = [(t, c) for t, c in self.cpu if t >= left - 0.25]
-            for (t0, c0), (t1, c1) in itertools.pairwise(samples):
-                if t1 > t0 and (c1 - c0) / (t1 - t0) > 0.10:
-                    last_busy = max(last_busy, t1)
-        return last_busy - left
+def busy_after_s(rss: PeakRss, left: float, quiet_s: float = 3.0, limit_s: float = 120.0) -> float:
+    """Seconds after `left` (the last client leaving) until the server's processes stopped using CPU:
+    waits until they have been idle (under 10 % of a core) for `quiet_s`, or `limit_s` passed."""
+    last_busy = left
+    while (now := time.monotonic()) - last_busy < quiet_s and now - left < limit_s:
+        time.sleep(0.25)
+        samples = [(t, c) for t, c in list(rss.cpu) if t >= left - 0.25]
+        for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+            if t1 > t0 and (c1 - c0) / (t1 - t0) > 0.10:
+                last_busy = max(last_busy, t1)
+    return last_busy - left
 
 
 class PinnedServer:
@@ -218,9 +184,9 @@ def one_at_a_time(url: str, server: str, count: int, seed: int) -> LoadResult:
             due = time.monotonic() - t0
             try:
                 status = client.post(ROUTES[server], json=body(server, texts.next())).status_code
-                outcomes.append(Outcome(due, time.monotonic() - t0 - due, category_of(status), status))
+                outcomes.append(Fate(due, time.monotonic() - t0 - due, category_of(status), status))
             except httpx.HTTPError as error:
-                outcomes.append(Outcome(due, time.monotonic() - t0 - due, "client_timeout", detail=repr(error)))
+                outcomes.append(Fate(due, time.monotonic() - t0 - due, "client_timeout", detail=repr(error)))
     return LoadResult(config, "", outcomes)
 
 
@@ -228,7 +194,7 @@ def run_one(server: str, scenario: str, run: int, config: LoadConfig, options: a
     with tempfile.TemporaryDirectory() as scratch:
         with (
             PinnedServer(server, options.model_dir, options.core, Path(scratch), options.infinity_python) as process,
-            TreeRss(process.pid) as rss,
+            PeakRss(tree(process.pid), every_s=0.05) as rss,
         ):
             busy_after: float | None = None
             if scenario.startswith(ONE_AT_A_TIME):
@@ -238,7 +204,7 @@ def run_one(server: str, scenario: str, run: int, config: LoadConfig, options: a
                 config.rerank_documents = TOPICS if server == INFINITY else None
                 result = asyncio.run(run_load(config))
                 if config.timeout_s:  # every client has left by now: how long does the server keep working?
-                    busy_after = rss.busy_after(time.monotonic())
+                    busy_after = busy_after_s(rss, time.monotonic())
             died = process.answers()
         sizes = [int(line) for line in (Path(scratch) / "batches.log").read_text(encoding="utf-8").split()]
         row = row_of(server, scenario, run, result, sizes, rss.peak, busy_after, died)

@@ -3,7 +3,7 @@
 import itertools
 from dataclasses import replace
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, TextSource
+from app.bench.load import Fate, LoadConfig, LoadResult, TextSource
 from app.bench.peer import scenarios
 from app.bench.peer_report import (
     INFINITY,
@@ -43,7 +43,7 @@ def test_every_peer_scenario_carries_the_seed() -> None:
 def load_result(finished_at: list[float], batch_sizes: list[int] | None = None) -> LoadResult:
     """Requests all due at 0 that answered at `finished_at` seconds."""
     sizes = batch_sizes or [1] * len(finished_at)
-    outcomes = [Outcome(0.0, t, "ok", 200, batch_size=n) for t, n in zip(finished_at, sizes, strict=True)]
+    outcomes = [Fate(0.0, t, "ok", 200, batch_size=n) for t, n in zip(finished_at, sizes, strict=True)]
     return LoadResult(LoadConfig(url="", path="", mode="open", burst=len(outcomes)), "", outcomes)
 
 
@@ -92,7 +92,7 @@ def test_targets_are_judged_on_the_medians() -> None:
 def test_pairs_match_each_request_with_its_twin_in_the_same_run_and_skip_the_unserved() -> None:
     def row(server: str, run: int, latencies: list[float | None]) -> Row:
         outcomes = [
-            Outcome(float(i), t or 0.0, "ok" if t is not None else "client_timeout") for i, t in enumerate(latencies)
+            Fate(float(i), t or 0.0, "ok" if t is not None else "client_timeout") for i, t in enumerate(latencies)
         ]
         result = LoadResult(LoadConfig(url="", path="", mode="open", rate=1.0), "", outcomes)
         return row_of(server, "open 0.8×", run, result, [1] * len(outcomes), 0)
@@ -122,7 +122,7 @@ def test_a_poisson_schedule_is_seeded_and_keeps_its_rate() -> None:
 
 
 def one_at_a_time_row(server: str, run: int, latencies: list[float]) -> Row:
-    outcomes = [Outcome(float(i), t, "ok", 200) for i, t in enumerate(latencies)]
+    outcomes = [Fate(float(i), t, "ok", 200) for i, t in enumerate(latencies)]
     result = LoadResult(LoadConfig(url="", path="", mode="closed"), "", outcomes)
     return row_of(server, f"{ONE_AT_A_TIME} (3 reviews)", run, result, [], 0)
 
