@@ -11,6 +11,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = PROJECT_ROOT / "models"
 REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
 TWIN_MODEL_DIR = MODELS_DIR / "bge-reranker-base-twin-int8"
+MEMORY_CAP_BYTES = int(1.2 * 2**30)  # the box's memory: the cap `just serve` enforces and benchmarks measure against
 
 
 class Settings(BaseSettings):
@@ -24,8 +25,9 @@ class Settings(BaseSettings):
     samples_file: Path = PROJECT_ROOT / "app" / "data" / "sample_reviews.json"
     intra_op_threads: int = 1
     max_tokens: int = 512
-    # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair.
-    pair_chunk: int = 24
+    # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair. Unset: the
+    # fastest shape measured on this host for this model (app/callshape.py, cached beside the model).
+    pair_chunk: int | None = None
     # One inference at start-up, so the service clock starts from a measurement.
     warmup: bool = True
 
@@ -81,7 +83,7 @@ class Settings(BaseSettings):
     # when current RSS plus one inference's measured memory would pass the cap.
     naive_memory_guard: bool = False
     # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
-    memory_cap_bytes: int = int(1.2 * 2**30)
+    memory_cap_bytes: int = MEMORY_CAP_BYTES
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0
@@ -97,6 +99,13 @@ class Settings(BaseSettings):
     # A connection must deliver a whole request (headers and body) within this many seconds of
     # opening or of its previous answer, else it is closed (slow or silent clients).
     request_timeout_s: float = 10.0
+    # The classroom front (`just classroom`, app/front): Caddy terminates HTTPS and speaks HTTP/2 on
+    # this port, in front of the box's plain host/port. The name decides the certificate: Caddy's
+    # local CA for localhost or a LAN address, a real (ACME) certificate for a public domain.
+    https_port: int = 8443
+    domain: str = "localhost"
+    # The front's local CA, certificates and log (created on first use; data/ is not committed).
+    front_state_dir: Path = PROJECT_ROOT / "data" / "caddy"
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000

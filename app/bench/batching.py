@@ -23,11 +23,12 @@ import numpy as np
 
 from app.bench.bursts import machine, model_line
 from app.bench.cores import affinity, bench_core, pin_here
-from app.model import RerankerModel, load_topics
+from app.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"
-VARIANTS = {24: ("sorted 24-pair chunks (served)", range(1, 9)), 0: ("whole batch padded", (2, 4, 8))}
+SERVED_SIZES, PADDED_SIZES = tuple(range(1, 9)), (2, 4, 8)
 POOL = 8
 
 
@@ -71,9 +72,24 @@ def main() -> None:
     texts = spread_reviews(POOL)
     topics = load_topics(TOPICS)
     started, load = datetime.now(UTC), os.getloadavg()
+    model = RerankerModel(args.model_dir, topics, intra_op_threads=1)
+    samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
+    override = os.environ.get("LAB_PAIR_CHUNK")
+    served = settle_call_shape(
+        model,
+        sorted((str(s["text"]) for s in samples), key=len),
+        key=lambda: host_key(args.model_dir / "model.onnx", 1),
+        cache_file=args.model_dir / CACHE_NAME,
+        override=int(override) if override else None,
+    ).shape
+    served_label = f"served: one review in {served.single.label}, a batch in {served.batch.label} per call"
+    variants: list[tuple[str, CallShape, int, tuple[int, ...]]] = [
+        (served_label, served, served.batch.chunk, SERVED_SIZES),
+        ("whole batch padded", CallShape.fixed(0), 0, PADDED_SIZES),
+    ]
     curves: list[dict[str, Any]] = []
-    for chunk, (label, sizes) in VARIANTS.items():
-        model = RerankerModel(args.model_dir, topics, intra_op_threads=1, chunk_pairs=chunk)
+    for label, shape, chunk, sizes in variants:
+        model.call_shape = shape
         model.score(texts[:2])  # warm-up: the first call pays one-off setup
         seconds = []
         for n in sizes:
@@ -93,14 +109,13 @@ def main() -> None:
         f"of {min(tokens)}–{max(tokens)} tokens per (topic, review) pair; each n = the mean of {len(texts)} calls "
         f"(every cyclic window of n reviews), so every n sees the same length mix."
     )
-    served = curves[0]
-    payload = {"measured": measured, "date": f"{started:%Y-%m-%d}", "fit": served["fit"], "curves": curves}
+    payload = {"measured": measured, "date": f"{started:%Y-%m-%d}", "fit": curves[0]["fit"], "curves": curves}
     args.curve.parent.mkdir(parents=True, exist_ok=True)
     args.curve.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
     lines = [f"Measured {measured}", "", "| batch n | " + " | ".join(c["packing"] for c in curves) + " |"]
     lines.append("|---:|" + "---:|" * len(curves))
-    for n in VARIANTS[24][1]:
+    for n in SERVED_SIZES:
         cells = []
         for c in curves:
             point = next((p for p in c["points"] if p["n"] == n), None)
