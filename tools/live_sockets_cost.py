@@ -87,12 +87,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
     args = parser.parse_args()
-    core = bench_core()
-    if core is not None:
-        keep_off(core)
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     with ServerProcess(args.model_dir, box=True) as server:
+        core = bench_core()  # after the box started: it must not inherit the client's affinity
+        if core is not None:
+            keep_off(core)
         phases = asyncio.run(measure(server.url, args.sockets, args.reviews, args.rounds))
     load_after = os.getloadavg()
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
