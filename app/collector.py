@@ -15,6 +15,7 @@ from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
 from app.metrics import HELP, PATHS, REJECTION_REASONS, RequestTally
 from app.strategies.batch import BATCH_CLOSE_REASONS
+from app.strategies.holds import HOLD_RESULTS
 from app.strategies.tickets import TicketsSnapshot
 from app.tally import TallySnapshot
 
@@ -82,6 +83,14 @@ class LabCollector(Collector):
         yield labelled(
             CounterMetricFamily("review_rejections", HELP["review_rejections"], labels=["path", "reason"]),
             (((p, r), refused[p].get(r, 0)) for p in PATHS for r in REJECTION_REASONS[p]),
+        )
+        holds = snap.limited.holds
+        yield GaugeMetricFamily("review_seat_holds", HELP["review_seat_holds"], value=holds.live)
+        yield CounterMetricFamily("review_seat_holds_issued", HELP["review_seat_holds_issued"], value=holds.issued)
+        yield CounterMetricFamily("review_seat_hold_no_shows", HELP["review_seat_hold_no_shows"], value=holds.no_shows)
+        yield labelled(
+            CounterMetricFamily("review_seat_hold_results", HELP["review_seat_hold_results"], labels=["result"]),
+            (((r,), holds.results.get(r, 0)) for r in HOLD_RESULTS),
         )
         pipeline = snap.pipeline
         yield histogram("review_wait_seconds", ["path"], {(p,): pipeline.wait[p] for p in PATHS})

@@ -83,10 +83,19 @@ class LabError(Exception):
 
     kind = INTERNAL
 
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after_s: float | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after_s = retry_after_s
+        self.headers = headers or {}  # e.g. ②'s Seat-Hold token beside Retry-After
+        self.extra = extra or {}  # keys added to the one error shape
 
     @property
     def status(self) -> int:

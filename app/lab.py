@@ -21,6 +21,7 @@ from app.paths import Pipeline, PipelineSnapshot
 from app.settings import Settings
 from app.strategies.batch import BatcherSnapshot
 from app.strategies.batched import MicroBatcher
+from app.strategies.holds import SeatHolds
 from app.strategies.limited import SeatGate, SeatsSnapshot
 from app.strategies.naive import NaiveRunner, NaiveSnapshot
 from app.strategies.ticket_config import LocalRun, Signals, ticket_configs
@@ -194,7 +195,12 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             cache=cache,
             pipeline=pipeline,
             naive=NaiveRunner(scorer, guard),
-            limited=SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s),
+            limited=SeatGate(
+                lane,
+                seats=settings.limited_seats,
+                max_wait_s=settings.limited_max_wait_s,
+                holds=SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s),
+            ),
             batcher=MicroBatcher(
                 lane,
                 window_s=settings.batch_window_s,

@@ -39,6 +39,12 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
                 "waiting": limited.waiting,
                 "seats_taken": limited.admitted,
                 "capacity": limited.capacity,
+                "held": limited.holds.live,
+                "holds": {
+                    "issued": limited.holds.issued,
+                    "no_shows": limited.holds.no_shows,
+                    **limited.holds.results,
+                },
             },
             "batched": {
                 "in_flight": batched.in_flight,
