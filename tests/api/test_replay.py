@@ -44,7 +44,15 @@ METRICS_ADDED = {
     'review_box_deaths{cause="other"}',
 }
 # /api/stats only gains keys: the busy seconds, and every refusal reason at 0.
-STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
+# Issue 21: ②'s held seats (a live gauge, tokens issued, no-shows, what presented tokens got).
+METRICS_ADDED |= {
+    "review_seat_holds",
+    "review_seat_holds_issued_total",
+    "review_seat_hold_no_shows_total",
+    *(f'review_seat_hold_results_total{{result="{r}"}}' for r in ("seated", "forged", "expired", "used")),
+}
+STATS_ADDED = {("paths", "limited")}  # issue 21: held seats
+STATS_ADDED |= {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
 # Issue 9: /api/stats gains the box's section (incarnation, uptime, deaths).
 STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths", "memory_deaths", "last_death")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
