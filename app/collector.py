@@ -84,6 +84,14 @@ class LabCollector(Collector):
             CounterMetricFamily("review_rejections", HELP["review_rejections"], labels=["path", "reason"]),
             (((p, r), refused[p].get(r, 0)) for p in PATHS for r in REJECTION_REASONS[p]),
         )
+        yield labelled(
+            CounterMetricFamily("review_knob_changes", HELP["review_knob_changes"], labels=["knob"]),
+            (((k,), n) for k, n in snap.knobs.changes.items()),
+        )
+        yield labelled(
+            GaugeMetricFamily("review_knob_value", HELP["review_knob_value"], labels=["knob"]),
+            (((k,), v) for k, v in snap.knobs.values.items()),
+        )
         holds = snap.limited.holds
         yield GaugeMetricFamily("review_seat_holds", HELP["review_seat_holds"], value=holds.live)
         yield CounterMetricFamily("review_seat_holds_issued", HELP["review_seat_holds_issued"], value=holds.issued)

@@ -14,6 +14,8 @@ from app.cache import CacheSnapshot, ResultCache
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
+from app.knob_table import knob_board
+from app.knobs import KnobBoard, KnobsSnapshot
 from app.lane import InferenceLane, LaneSnapshot, ServiceClock
 from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, load_topics
@@ -42,6 +44,7 @@ class LabSnapshot:
     batched: BatcherSnapshot
     cache: CacheSnapshot
     pipeline: PipelineSnapshot
+    knobs: KnobsSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class Lab:
     worker: TicketWorker
     follower: TicketFollower
     store: JobStore
+    knobs: KnobBoard
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -87,6 +91,7 @@ class Lab:
             batched=self.batcher.snapshot(),
             cache=self.cache.snapshot(),
             pipeline=self.pipeline.snapshot(),
+            knobs=self.knobs.snapshot(),
         )
 
 
@@ -188,6 +193,17 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
+        limited = SeatGate(
+            lane,
+            seats=settings.limited_seats,
+            max_wait_s=settings.limited_max_wait_s,
+            holds=SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s),
+        )
+        batcher = MicroBatcher(
+            lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
+        )
+        knobs = knob_board(settings, limited, batcher, tickets.service, settings.knobs_file)
+        log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,
             manifest=manifest,
@@ -195,22 +211,13 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             cache=cache,
             pipeline=pipeline,
             naive=NaiveRunner(scorer, guard),
-            limited=SeatGate(
-                lane,
-                seats=settings.limited_seats,
-                max_wait_s=settings.limited_max_wait_s,
-                holds=SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s),
-            ),
-            batcher=MicroBatcher(
-                lane,
-                window_s=settings.batch_window_s,
-                max_size=settings.batch_max,
-                max_wait_s=settings.batch_max_wait_s,
-            ),
+            limited=limited,
+            batcher=batcher,
             tickets=tickets.service,
             worker=tickets.worker,
             follower=tickets.follower,
             store=store,
+            knobs=knobs,
         )
     finally:
         if tickets is not None:

@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
     memory_cap_bytes: int = int(1.2 * 2**30)
 
+    # Where the instructor's knob changes are kept, so a restart keeps them (None: not kept). The box
+    # (`just serve`) sets data/knobs.json for its server; a bare server keeps nothing unless asked.
+    knobs_file: Path | None = None
+
     cache_size: int = 1024
     cache_ttl_s: float = 600.0
 

@@ -58,6 +58,17 @@ class MicroBatcher:
         self._refused = {"queue_too_long": 0}
         lane.on_free(self._lane_freed_threadsafe)
 
+    def retune(
+        self, *, window_s: float | None = None, max_size: int | None = None, max_wait_s: float | None = None
+    ) -> None:
+        """An instructor's change, for the next batch opened (one already open keeps its timer)."""
+        if window_s is not None:
+            self._window_s = window_s
+        if max_size is not None:
+            self._max_size = max_size
+        if max_wait_s is not None:
+            self._max_wait_s = max_wait_s
+
     @property
     def gathering(self) -> int:
         """Requests held here: in the open batch or in full batches waiting for the lane."""

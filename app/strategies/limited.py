@@ -93,6 +93,16 @@ class SeatGate:
             self._in_flight, self.waiting, self._admitted, self.capacity, dict(self._refused), self.holds.snapshot()
         )
 
+    def retune(self, *, seats: int | None = None, max_wait_s: float | None = None) -> None:
+        """An instructor's change, from the next arrival on (fewer seats: the seated stay, newcomers wait for room)."""
+        if seats is not None:
+            more = seats - self._seats
+            self._seats = seats
+            for _ in range(max(0, more)):
+                self._seat_freed()  # a returner waiting at the door may sit down now
+        if max_wait_s is not None:
+            self._max_wait_s = max_wait_s
+
     def visit(self, token: str | None) -> Visit:
         return Visit(self, token)
 
