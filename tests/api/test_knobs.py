@@ -1,4 +1,4 @@
-"""The instructor's knobs: students read them, only the token turns them, a turn applies at once and outlives a restart."""
+"""Instructor knobs: students read them, only the token turns them; a turn applies at once and outlives a restart."""
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
