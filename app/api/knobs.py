@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import get_lab
 from app.knobs import Change, KnobBoard
-from app.openapi import answer, answers
+from app.openapi import INPUT_ERRORS, answer, answers
 
 router = APIRouter(prefix="/api", tags=["knobs"])
 
@@ -56,6 +56,7 @@ async def knobs(request: Request) -> dict[str, Any]:
     "/knobs/{setting}",
     summary="Turn one knob (instructor only: Authorization: Bearer <the token the box printed>)",
     responses=answers(
+        INPUT_ERRORS,
         answer(403, "No instructor token, or the wrong one: nothing changed"),
         answer(422, "No such knob, or a value outside its bounds"),
     ),

@@ -51,12 +51,15 @@ METRICS_ADDED |= {
     "review_seat_hold_no_shows_total",
     *(f'review_seat_hold_results_total{{result="{r}"}}' for r in ("seated", "forged", "expired", "used")),
 }
-STATS_ADDED = {("paths", "limited")}  # issue 21: held seats
+KNOBS = ("limited_seats", "limited_max_wait_s", "batch_window_s", "batch_max", "batch_max_wait_s", "queue_max_jobs")
+METRICS_ADDED |= {f'review_knob_{kind}{{knob="{k}"}}' for k in KNOBS for kind in ("changes_total", "value")}
+STATS_ADDED = {("paths", "limited"), ("knobs", "version"), ("knobs", "last"), ("knobs", "values")}  # issue 21
 STATS_ADDED |= {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
 # Issue 9: /api/stats gains the box's section (incarnation, uptime, deaths).
 STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths", "memory_deaths", "last_death")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
 OPENAPI_ADDED = {"GET /api/stats/live"}
+OPENAPI_ADDED |= {"GET /api/knobs", "PUT /api/knobs/{setting}"}  # issue 21: the instructor's knobs
 # Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
 
 
