@@ -21,7 +21,7 @@ _process = psutil.Process()
 
 def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None) -> dict[str, Any]:
     """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
-    lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
+    lane, cache, loads = snap.lane, snap.cache, snap.loads
     return {
         "lane": {
             "busy": lane.busy,
@@ -34,35 +34,14 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
             "busy_s": round(lane.busy_s, 3),
         },
         "paths": {
-            "naive": {"in_flight": snap.naive.in_flight, "waiting": 0},
-            "limited": {
-                "in_flight": limited.in_flight,
-                "waiting": limited.waiting,
-                "seats_taken": limited.admitted,
-                "capacity": limited.capacity,
-                "held": limited.holds.live,
-                "holds": {
-                    "issued": limited.holds.issued,
-                    "no_shows": limited.holds.no_shows,
-                    **limited.holds.results,
-                },
-            },
-            "batched": {
-                "in_flight": batched.in_flight,
-                "waiting": batched.waiting,
-                "last_batch": batched.last_batch_size,
-                "skipped_gone": batched.skipped_gone,
-            },
-            "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
+            p.name: {"in_flight": loads[p.name].in_flight, "waiting": loads[p.name].waiting, **loads[p.name].details}
+            for p in snap.paths
         },
-        "jobs": jobs,
+        "jobs": tickets.jobs,
         "store": {"problem": tickets.store_problem},
-        "rejections": {
-            "naive": snap.naive.rejections,
-            "limited": limited.rejections,
-            "batched": batched.rejections,
-            "tickets": tickets.rejections,
-        },
+        "rejections": {p.name: loads[p.name].refusals for p in snap.paths},
+        # ②'s held seats: tokens issued, holds that expired unclaimed, what presented tokens got.
+        "holds": {"issued": snap.holds.issued, "no_shows": snap.holds.no_shows, **snap.holds.results},
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": _process.memory_info().rss},
         "box": report.stats(box),
@@ -78,7 +57,8 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
 @router.get("/api/stats", summary="Live state of the lane, the paths and the process")
 async def stats(request: Request) -> dict[str, Any]:
     lab = get_lab(request)
-    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
+    tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
+    return stats_body(lab.snapshot(), tickets, lab.settings.box_state)
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")

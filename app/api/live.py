@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 async def stats_body(lab: Lab) -> dict[str, Any]:
     """Exactly what GET /api/stats answers, from the same snapshots."""
-    return info.stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
+    tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
+    return info.stats_body(lab.snapshot(), tickets, lab.settings.box_state)
 
 
 @router.get(

@@ -9,19 +9,10 @@ from typing import ClassVar
 from app.errors import BoxFull, InferenceFailed, WaitedTooLong, retry_after_header
 from app.lane import DeadlinePassed, InferenceLane
 from app.paths import Outcome
-from app.strategies.holds import HoldCheck, HoldsSnapshot, SeatHolds
+from app.registry import Load, spec
+from app.strategies.holds import HoldCheck, SeatHolds
 
-PATH = "limited"
-
-
-@dataclass(frozen=True, slots=True)
-class SeatsSnapshot:
-    in_flight: int
-    waiting: int
-    admitted: int
-    capacity: int
-    rejections: dict[str, int]
-    holds: HoldsSnapshot
+SPEC = spec("limited")
 
 
 @dataclass(slots=True)
@@ -31,7 +22,7 @@ class Visit:
     gate: "SeatGate"
     token: str | None
     result: str | None = field(default=None)  # seated | forged | expired | used (the Seat-Hold-Result)
-    name: ClassVar[str] = PATH
+    name: ClassVar[str] = SPEC.name
     withdrawable: ClassVar[bool] = True
 
     async def run(self, text: str) -> Outcome:
@@ -55,7 +46,8 @@ class SeatGate:
     at the door (at most until its hold expires) for the first seat that frees.
     """
 
-    name = PATH
+    spec = SPEC
+    name = SPEC.name
     withdrawable = True
 
     def __init__(self, lane: InferenceLane, *, seats: int, max_wait_s: float, holds: SeatHolds | None = None) -> None:
@@ -88,10 +80,9 @@ class SeatGate:
     def retry_after_s(self) -> float:
         return self._lane.room.after_reviews(self.waiting)
 
-    def snapshot(self) -> SeatsSnapshot:
-        return SeatsSnapshot(
-            self._in_flight, self.waiting, self._admitted, self.capacity, dict(self._refused), self.holds.snapshot()
-        )
+    def load(self) -> Load:
+        seats = {"seats_taken": self._admitted, "capacity": self.capacity, "held": self.holds.live}
+        return Load(self._in_flight, self.waiting, dict(self._refused), seats)
 
     def retune(self, *, seats: int | None = None, max_wait_s: float | None = None) -> None:
         """An instructor's change, from the next arrival on (fewer seats: the seated stay, newcomers wait for room)."""

@@ -72,7 +72,7 @@ async def test_a_refusal_carries_a_token_in_header_and_body(gate: SeatGate, scor
     # The second's held seat frees one service time after the first's: its hint is later.
     assert first.retry_after_s is not None and second.retry_after_s is not None
     assert second.retry_after_s > first.retry_after_s
-    assert gate.snapshot().holds.live == 2
+    assert gate.holds.snapshot().live == 2
     scorer.open()
     await asyncio.gather(*seated)
 
@@ -97,7 +97,7 @@ async def test_a_returner_is_seated_even_when_walk_ins_came_first(gate: SeatGate
     scorer.open()
     assert (await returner).ranking[0].id == "echo:돌아올 손님"
     await second
-    assert gate.snapshot().holds.results["seated"] == 1
+    assert gate.holds.snapshot().results["seated"] == 1
 
 
 async def test_an_early_returner_waits_at_the_door_for_its_seat(gate: SeatGate, scorer: GatedScorer) -> None:
@@ -145,7 +145,7 @@ async def test_forged_expired_and_reused_tokens_get_no_seat(gate: SeatGate, scor
     clock.now += late.retry_after_s + 3.0  # past its grace window: the hold expired unclaimed
     expired = await refused(gate, "늦은 손님", late.headers["Seat-Hold"])
     assert expired.headers["Seat-Hold-Result"] == "expired"
-    snap = gate.snapshot().holds
+    snap = gate.holds.snapshot()
     assert snap.results == {"seated": 1, "forged": 1, "expired": 1, "used": 1}
     # Every refusal was offered a hold (the last one too); the forged, reused and late ones' went unclaimed.
     assert (snap.issued, snap.no_shows, snap.live) == (5, 3, 1)
@@ -161,7 +161,7 @@ async def test_a_returner_leaving_the_door_gives_its_seat_back(gate: SeatGate, s
     returner.cancel()
     with pytest.raises(asyncio.CancelledError):
         await returner
-    assert gate.snapshot().holds.live == 0
+    assert gate.holds.snapshot().live == 0
     scorer.open()
     await asyncio.gather(*seated)
 
