@@ -137,6 +137,7 @@ def limits(settings: Settings) -> dict[str, str]:
         "batch_max": str(settings.batch_max),
         "seats": str(settings.limited_seats),
         "max_wait_s": f"{settings.limited_max_wait_s:g}",
+        "hold_grace_s": f"{settings.limited_hold_grace_s:g}",
         "queue_max_jobs": str(settings.queue_max_jobs),
         "max_text_chars": str(settings.max_text_chars),
         "max_followed": str(MAX_FOLLOWED_JOBS),
