@@ -143,8 +143,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench" / "batching.md")
     parser.add_argument("--core", type=int, default=bench_core(), help="the one CPU to time on (default: the last)")
     parser.add_argument("--padded", action="store_true", help="also the twin padded to the longest pair (~4 min)")
+    parser.add_argument("--sizes", default="1-8", help="batch sizes: 1-8 (default) or a list such as 1,2,4,8")
     args = parser.parse_args()
     pin_here(args.core)
+    sizes = tuple(range(1, 9)) if args.sizes == "1-8" else tuple(int(n) for n in args.sizes.split(","))
     settings = Settings()
     served = settings.pair_chunk  # what the lab serves now: the curves follow a change of call shape
 
@@ -152,8 +154,8 @@ def main() -> None:
     started, load = datetime.now(UTC), os.getloadavg()
     box = box_scale(args.model_dir, served, settings.box_seconds_per_review)
     curves = [
-        measure(args.model_dir, served, tuple(SIZES), texts, box["scale"]),
-        measure(TINY_MODEL_DIR, served, tuple(SIZES), texts, box["scale"]),
+        measure(args.model_dir, served, sizes, texts, box["scale"]),
+        measure(TINY_MODEL_DIR, served, sizes, texts, box["scale"]),
     ]
     if served and args.padded:
         curves.append(measure(args.model_dir, 0, PADDED_SIZES, texts, box["scale"]))
