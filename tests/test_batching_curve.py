@@ -12,29 +12,19 @@ from tests.fakes import GatedScorer
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 
 
-def test_committed_curves_cover_one_to_eight_for_both_models_with_non_negative_fits() -> None:
+def test_committed_curve_covers_batches_one_to_eight_and_its_fits_are_non_negative() -> None:
     data = json.loads(CURVE.read_text(encoding="utf-8"))
-    assert data["measured"].startswith(data["date"]) and data["host"]
-    served = {c["model"]: c for c in data["curves"] if c["chunk_pairs"] != 0}
-    assert set(served) == {"twin", "tiny"}
-    scale = data["box"]["scale"]
-    assert abs(scale - data["box"]["target_s"] / data["box"]["host_median_review_s"]) < 1e-3
+    assert data["measured"].startswith(data["date"])
+    sizes = {c["chunk_pairs"]: [p["n"] for p in c["points"]] for c in data["curves"]}
+    assert sizes == {24: list(range(1, 9)), 0: [2, 4, 8]}
     for curve in data["curves"]:
         points = curve["points"]
-        if curve["chunk_pairs"] != 0:
-            assert [p["n"] for p in points] == list(range(1, 9))
         for p in points:
             assert abs(p["per_review_s"] - p["seconds"] / p["n"]) < 1e-3
-            assert abs(p["box_seconds"] - p["seconds"] * scale) < 1e-3
         fit = curve["fit"]
-        assert fit["a_s"] >= 0 and fit["b_s"] >= 0
+        assert fit["a_s"] >= 0 and fit["b_s"] >= 0  # a per-call cost below zero is not a cost
         assert fit == fit_line([p["n"] for p in points], [p["seconds"] for p in points])
-    assert data["fit"] == data["curves"][0]["fit"] and data["curves"][0]["model"] == "twin"
-    assert data["gpu"] is None  # nothing measured on a GPU, nothing estimated
-    # The two cases the page contrasts: the twin's per-call cost is a small share of one review,
-    # the tiny model's a large one (what makes batching pay).
-    twin, tiny = served["twin"]["fit"], served["tiny"]["fit"]
-    assert twin["a_s"] / (twin["a_s"] + twin["b_s"]) < tiny["a_s"] / (tiny["a_s"] + tiny["b_s"])
+    assert data["fit"] == data["curves"][0]["fit"]  # the served packing is the headline fit
 
 
 def test_a_negative_coefficient_is_clamped_and_the_other_refitted() -> None:
