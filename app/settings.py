@@ -11,6 +11,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = PROJECT_ROOT / "models"
 REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
 TWIN_MODEL_DIR = MODELS_DIR / "bge-reranker-base-twin-int8"
+MEMORY_CAP_BYTES = int(1.2 * 2**30)  # the box's memory: the cap `just serve` enforces and benchmarks measure against
 
 
 class Settings(BaseSettings):
@@ -86,7 +87,7 @@ class Settings(BaseSettings):
     # when current RSS plus one inference's measured memory would pass the cap.
     naive_memory_guard: bool = False
     # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
-    memory_cap_bytes: int = int(1.2 * 2**30)
+    memory_cap_bytes: int = MEMORY_CAP_BYTES
 
     # Where the instructor's knob changes are kept, so a restart keeps them (None: not kept). The box
     # (`just serve`) sets data/knobs.json for its server; a bare server keeps nothing unless asked.

@@ -1,6 +1,7 @@
 // The instructor's knobs as every open page sees them: the live values from /api/stats (`knobs`) are
 // written into the notes and the legend wherever the page quotes a limit (data-limit), and each change
 // is announced in a banner, so a class sees "대기석 4 → 8" the moment the instructor turns it.
+import { PATHS } from "./paths.js";
 
 /** Knob → [the data-limit it fills, how the page writes it, its Korean name]. */
 const SHOWN = {
@@ -22,6 +23,12 @@ export function followKnobs(knobs) {
     const shown = SHOWN[setting];
     if (!shown) continue;
     for (const node of document.querySelectorAll(`[data-limit="${shown[0]}"]`)) node.textContent = shown[1](value);
+  }
+  // The radios' words come from the registry ("1개 + 대기석 4"): a path with seats ends in its seat count.
+  const seats = knobs.values.limited_seats;
+  for (const path of PATHS.filter((p) => p.seats && seats !== undefined)) {
+    const words = document.querySelector(`input[name="path"][value="${path.name}"]`)?.closest("label")?.querySelector("small");
+    if (words) words.textContent = words.textContent.replace(/\d+$/, String(seats));
   }
   if (seenVersion !== null && knobs.version > seenVersion && knobs.last) announce(knobs.last);
   seenVersion = knobs.version;
