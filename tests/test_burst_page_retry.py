@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page
 
+from app.bench.live import LiveServer, live_server, slowed
 from tests.browser import browser
-from tests.server import LiveServer, live_server, slowed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]

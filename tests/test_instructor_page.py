@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser
 
+from app.bench.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser
-from tests.server import ROOT, LiveServer, live_server, slowed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]
