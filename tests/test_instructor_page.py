@@ -23,7 +23,8 @@ GUARD_MS = 30_000  # failure guards, never delays
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(**slowed(0.3)) as running:
+    # 1 s a review: the twelve threads of burst.py all arrive during the first inference even on a busy machine.
+    with live_server(**slowed(1.0)) as running:
         yield running
 
 
