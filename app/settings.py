@@ -107,9 +107,28 @@ class Settings(BaseSettings):
     # A connection must deliver a whole request (headers and body) within this many seconds of
     # opening or of its previous answer, else it is closed (slow or silent clients).
     request_timeout_s: float = 10.0
+    # The classroom front (`just classroom`, app/front): Caddy terminates HTTPS and speaks HTTP/2 on
+    # this port, in front of the box's plain host/port. The name decides the certificate: Caddy's
+    # local CA for localhost or a LAN address, a real (ACME) certificate for a public domain.
+    https_port: int = 8443
+    domain: str = "localhost"
+    # The front's local CA, certificates and log (created on first use; data/ is not committed).
+    front_state_dir: Path = PROJECT_ROOT / "data" / "caddy"
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000
+    # WebSockets and event streams served at once, at most half of max_connections (after it is
+    # lowered), so the other half always takes requests; past it a WebSocket is closed with 1013.
+    max_live_connections: int = 500
+    # A request's head: the request line, then the header fields (count and bytes: name + value).
+    # nginx's request line and h11's whole head are 8 KiB and 16 KiB by default; Apache allows 100 fields.
+    max_request_line_bytes: int = 8192
+    max_header_bytes: int = 16_384
+    max_header_count: int = 100
+    # After an early answer (413, 431) the rest of what the client sends is read and thrown away,
+    # up to this many bytes or seconds, so it reads the answer instead of a reset (nginx's lingering close).
+    linger_bytes: int = 4 * 2**20
+    linger_s: float = 5.0
 
     def resolved_model_dir(self) -> Path:
         """The folder to serve: explicit setting first, then real weights, then the twin."""

@@ -8,6 +8,7 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
     python3 burst.py http://BOX:8000/api 50 limited    # the API base works too; naive | batched | tickets | 1-4
     python3 burst.py http://BOX:8000 12 --json rows.json
     python3 burst.py http://BOX:8000 12 limited --retry   # the refused come back after Retry-After (3 times at most)
+    python3 burst.py https://BOX:8443 12 -k            # the classroom front, whose certificate is its own CA's
 
 The address may be the box's root or its API base (`$B` in the handout), with or without a
 trailing slash. Before firing, one GET of the box's sample reviews checks that the address is
@@ -30,6 +31,7 @@ import http.client
 import json
 import math
 import random
+import ssl
 import string
 import sys
 import threading
@@ -136,6 +138,16 @@ class Summary:
 
 # ------------------------------------------------------------------------- HTTP
 
+# `-k`: the classroom front's certificate comes from its own local CA, which a laptop does not trust.
+TLS_CONTEXT: ssl.SSLContext | None = None
+
+
+def trust_any_certificate() -> None:
+    global TLS_CONTEXT
+    TLS_CONTEXT = ssl.create_default_context()
+    TLS_CONTEXT.check_hostname = False
+    TLS_CONTEXT.verify_mode = ssl.CERT_NONE
+
 
 @dataclass
 class Answer:
@@ -156,7 +168,7 @@ def request_json(
     sent = {"Content-Type": "application/json", **(headers or {})}
     request = urllib.request.Request(url, data=data, method=method, headers=sent)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=TLS_CONTEXT) as response:
             return Answer(response.status, response.headers, _json(response.read()))
     except urllib.error.HTTPError as exc:
         try:
@@ -223,6 +235,11 @@ def check_box(root: str, timeout_s: float = 10.0) -> list[str]:
         answer = request_json("GET", url, timeout_s=timeout_s)
     except (OSError, ValueError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            raise NotALab(
+                f"{url} 의 인증서를 믿을 수 없습니다 ({reason.verify_message}).\n"
+                "수업용 주소(상자 자체 인증서)라면 -k 를 붙여 다시 실행하세요: python3 burst.py URL N -k"
+            ) from exc
         raise NotALab(
             f"{url} 에 연결하지 못했습니다 ({type(exc).__name__}: {reason}).\n"
             f"상자가 켜져 있는지, 주소와 포트가 맞는지 확인하세요. {_instead(root)}"
@@ -598,6 +615,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
         help="거절(429/503)되면 Retry-After 뒤에 다시 오기, 최대 N번 (기본 3): ②가 준 자리 보관 표(Seat-Hold)를 들고",
     )
+    parser.add_argument(
+        "-k", "--insecure", action="store_true", help="https 인증서를 확인하지 않음 (수업용 주소의 자체 인증서)"
+    )
     args = parser.parse_args(argv)
     args.path = PATH_ALIASES.get(args.path, args.path)
     if args.path != "all" and args.path not in PATHS:
@@ -613,6 +633,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.insecure:
+        trust_any_certificate()
     base_url = box_root(args.url)
     paths = list(PATHS) if args.path == "all" else [args.path]
     try:

@@ -1,8 +1,10 @@
 """Run the lab server inside the box and bring it back after a death, as a container's restart policy would.
 
-The supervisor binds the listening socket itself and hands it to each server (`uvicorn --fd`):
-while a dead box restarts, new clients wait in the kernel's backlog and are served by the next
-incarnation instead of being refused; only the connections the dead server held are lost.
+The supervisor binds the listening socket itself and hands it to the server (`uvicorn --fd`), so
+clients that arrive while an incarnation loads its model wait in the kernel's backlog. A death
+closes that socket, as a real crashed process's would: the connections queued for the dead
+incarnation are reset at once (a front answers them 502) instead of being handed to the next one,
+which would die of them again (a death spiral); each incarnation gets a fresh, empty socket.
 SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end the loop.
 """
 
@@ -19,6 +21,7 @@ from types import FrameType
 
 import httpx
 
+from app.box.cgroups import sweep_orphans
 from app.box.launch import server_argv
 from app.box.memory import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
@@ -126,6 +129,7 @@ class Supervisor:
             memory.start(self.child.pid)
             threading.Thread(target=self.announce, args=(self.child, state), name="box-announce", daemon=True).start()
             returncode = self.child.wait()
+            self.sock.close()  # resets whoever still waits in the dead incarnation's backlog
             if self.stopping:
                 memory.stop()
                 return returncode
@@ -144,11 +148,19 @@ class Supervisor:
                 time.sleep(0.1)
             if self.stopping:
                 return returncode
+            self.sock = listen(self.host, self.port)
 
 
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
-    sock = listen(host, port)
+    try:
+        sock = listen(host, port)
+    except OSError as err:  # most often another box or server on the port: one line, not a traceback
+        log.error("Cannot listen on %s:%d: %s.", host, port, err.strerror or err)
+        return 1
+    if settings.box_cgroups:
+        for folder in sweep_orphans():
+            log.info("Removed %s, left by a box that was killed.", folder)
     slow = settings.box_seconds_per_review > 0
     placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
     for controller, why in placement.failures.items():
@@ -160,4 +172,4 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
         return supervisor.run()
     finally:
         placement.close()
-        sock.close()
+        supervisor.sock.close()

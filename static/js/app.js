@@ -7,7 +7,8 @@ import { burstLabel, drawCompareChart, renderCompare } from "./compare.js";
 import { fmtMs } from "./dom.js";
 import { showModel } from "./model.js";
 import { boxDeaths, onBoxDied, record, startPanel } from "./panel.js";
-import { renderRows, renderSummary, tickElapsed } from "./rows.js";
+import { showProtocolNotes } from "./protocol.js";
+import { ranIntoDeath, renderRows, renderSummary, tickElapsed } from "./rows.js";
 import { loadSamples, newBurst, runBurst } from "./runner.js";
 import { SavedBursts } from "./store.js";
 import { summarize } from "./summary.js";
@@ -45,6 +46,9 @@ function render() {
     ? `발사 중… ${done}/${burst.rows.length} 끝남`
     : `${new Date(burst.firedAt).toLocaleTimeString("ko-KR")}에 발사, ${fmtMs(burst.summary.durationMs)} 만에 모두 끝남. ` +
       `막대는 가장 느린 요청(${fmtMs(scaleMs)}) 기준.`;
+  const died = burst.rows.filter((row) => ranIntoDeath(row, boxDeaths())).length;
+  if (died) status.textContent += ` ⚠ 발사 중 상자가 죽어 ${died}개 요청이 502·연결 끊김으로 끝남.`;
+  status.dataset.died = String(died);
   status.dataset.state = burst.running ? "running" : "done";
   renderSummary(burst);
 }
@@ -136,6 +140,7 @@ function wire() {
 }
 
 showModel();
+showProtocolNotes();
 startPanel();
 wire();
 showPath(selectedPath());

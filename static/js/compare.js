@@ -28,6 +28,8 @@ function savedInOrder(saved) {
   });
 }
 
+const QUICK_REFUSAL_MS = 1000;
+
 /** Per `gives_up` (app/api/page.py): what a path trades away, in Korean, with this burst's numbers. */
 const GAVE_UP = {
   fast_answers(burst, s) {
@@ -42,9 +44,11 @@ const GAVE_UP = {
     return line;
   },
   requests(burst, s, refused) {
-    return refused
-      ? `포기한 것: ${refused}/${s.size}개 요청. 바로 거절(429)하고 받은 ${s.served}개만 제때 처리`
-      : `포기한 것: 이번엔 없음. 자리가 남아 ${s.served}개 모두 받음 (더 몰리면 거절)`;
+    if (!refused) return `포기한 것: 이번엔 없음. 자리가 남아 ${s.served}개 모두 받음 (더 몰리면 거절)`;
+    // "바로" only when every refusal came back within a second (a refusal that waited is not immediate).
+    const slowest = Math.max(...burst.rows.filter((r) => !isServed(r)).map((r) => r.totalMs || 0));
+    const how = slowest < QUICK_REFUSAL_MS ? "바로 거절(429)하고" : `거절(가장 늦은 거절 ${fmtMs(slowest)})하고`;
+    return `포기한 것: ${refused}/${s.size}개 요청. ${how} 받은 ${s.served}개만 제때 처리`;
   },
   own_pace(burst, s) {
     return (
@@ -85,7 +89,16 @@ export function renderCompare(saved, select) {
       el("p", { class: "gave-up" }, gaveUp(burst)),
       burst.box ? el("p", { class: "box-record" }, `상자: ${describeRecording(burst.box)}`) : null,
     );
+    // A card is a control: reachable with Tab, opened with Enter or Space as with a click.
+    Object.assign(card, { tabIndex: 0 });
+    card.setAttribute("role", "button");
+    card.setAttribute("aria-label", `${burstLabel(burst)} ${when}: 이 발사 결과 보기`);
     card.addEventListener("click", () => select(key));
+    card.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      select(key);
+    });
     return card;
   });
   if (!cards.length) cards.push(el("div", { class: "compare-card empty" }, "아직 없음: 발사하면 여기에 쌓입니다."));

@@ -4,20 +4,25 @@
 // docs/burst-page.md). If the socket fails, the panel polls /api/stats and says so; it always shows
 // how old its values are. Everything shown comes from the API; nothing is computed or invented here.
 import { followKnobs } from "./knobs.js";
+import { lost, noteStats } from "./death.js";
 import { PATHS } from "./paths.js";
+import { sixConnections } from "./protocol.js";
 import { Recording, describeRecording, mib } from "./recording.js";
 
 const POLL_EVERY_MS = 1000;
 const RECONNECT_EVERY_MS = 5000;
+// The box closes a live socket with 1013 ("Try Again Later") when its live connections are all taken
+// (docs/reliability.md): poll instead, and ask for a socket again only now and then.
+const TRY_AGAIN_LATER = 1013;
+const RECONNECT_WHEN_FULL_MS = 30000;
 const STALE_AFTER_MS = 2000; // four missed pushes, or two missed polls
 
 let channel = "connecting"; // "websocket" | "polling" | "connecting"
+let boxFull = false; // the last socket was refused with 1013: the box has no live seat left
 let lastAt = null;
 let last = null;
 let pollTimer = null;
-let deaths; // the box's death count as /api/stats last said it; undefined until it says
 const recordings = new Set();
-const deathListeners = [];
 
 function setText(id, text) {
   document.getElementById(id).textContent = text;
@@ -27,13 +32,7 @@ function sum(values) {
   return Object.values(values || {}).reduce((a, b) => a + b, 0);
 }
 
-/** How many times the box has died since the page opened it (0 until /api/stats reports its box). */
-export const boxDeaths = () => deaths || 0;
-
-/** `listener()` is called whenever the box is seen to have died again (rows relabel lost connections). */
-export function onBoxDied(listener) {
-  deathListeners.push(listener);
-}
+export { boxDeaths, onBoxDied } from "./death.js";
 
 function renderStats(stats) {
   const lane = stats.lane;
@@ -55,16 +54,11 @@ function renderStats(stats) {
   setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
   // `box` is there once the box (app/box) reports on /api/stats; the panel works without it.
   const box = stats.box;
-  if (box && box.last_death) {
-    const cause = box.last_death.cause === "memory_cap" ? "메모리 상한" : box.last_death.cause;
-    setText("box-death", `상자가 죽었습니다 (${cause}) → 다시 살아남 (${box.incarnation}번째)`);
+  if (box && box.deaths) {
+    const cause = box.last_death && box.last_death.cause === "memory_cap" ? "메모리 상한" : box.last_death?.cause;
+    setText("box-death", `실습 시작 뒤 상자가 ${box.deaths}번 죽었습니다 (마지막: ${cause})`);
     document.getElementById("box-death").hidden = false;
   }
-  if (box && deaths !== undefined && box.deaths > deaths) {
-    deaths = box.deaths;
-    for (const listener of deathListeners) listener();
-  }
-  if (box) deaths = box.deaths;
   const body = document.getElementById("box-paths");
   body.replaceChildren(
     ...PATHS.map(({ name, label }) => {
@@ -87,6 +81,7 @@ function received(stats, via) {
   for (const recording of recordings) recording.observe(stats, now, channel);
   last = stats;
   lastAt = now;
+  noteStats(stats);
   renderStats(stats);
   followKnobs(stats.knobs);
   for (const recording of recordings) renderRecording(recording.snapshot(channel));
@@ -94,11 +89,15 @@ function received(stats, via) {
 }
 
 // ---------------------------------------------------------------- freshness
+// The browser's six connections hold back a poll only over HTTP/1.1.
+const SIX_NOTE = () => (sixConnections() ? ": 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다" : "");
+
 function showAge() {
   const panel = document.getElementById("box-panel");
   const age = lastAt === null ? null : performance.now() - lastAt;
   const stale = age === null || age > STALE_AFTER_MS;
   panel.dataset.channel = channel;
+  panel.dataset.full = String(boxFull);
   panel.dataset.stale = String(stale);
   panel.dataset.ageMs = age === null ? "" : age.toFixed(0);
   document.getElementById("box-updated").textContent =
@@ -106,9 +105,11 @@ function showAge() {
   const how =
     channel === "websocket"
       ? "WebSocket으로 0.5초마다 받음"
-      : channel === "polling"
-        ? "WebSocket이 안 되어 1초마다 묻는 중: 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다"
-        : "연결 중";
+      : channel === "polling" && boxFull
+        ? `상자의 실시간 연결이 가득 차서(1013) 1초마다 묻는 중${SIX_NOTE()}`
+        : channel === "polling"
+          ? `WebSocket 없이 1초마다 묻는 중${SIX_NOTE()}`
+          : "연결 중";
   setText("box-age", age === null ? how : `${(age / 1000).toFixed(1)}초 전 값 · ${how}`);
 }
 
@@ -125,14 +126,19 @@ function openSocket() {
   }
   socket.addEventListener("open", () => {
     opened = true;
-    stopPolling();
   });
-  socket.addEventListener("message", (event) => received(JSON.parse(event.data), "websocket"));
-  socket.addEventListener("close", () => {
+  socket.addEventListener("message", (event) => {
+    boxFull = false;
+    stopPolling();
+    received(JSON.parse(event.data), "websocket");
+  });
+  socket.addEventListener("close", (event) => {
     for (const recording of recordings) recording.lost = true;
+    boxFull = event.code === TRY_AGAIN_LATER;
+    if (!boxFull) lost(); // a dying box closes the socket first: say so now, not at the next poll
     if (opened) channel = "polling";
     startPolling();
-    setTimeout(openSocket, RECONNECT_EVERY_MS);
+    setTimeout(openSocket, boxFull ? RECONNECT_WHEN_FULL_MS : RECONNECT_EVERY_MS);
   });
 }
 
@@ -153,6 +159,7 @@ async function poll() {
     if (pollTimer !== null) received(stats, "polling");
   } catch (err) {
     setText("box-updated", `연결 끊김 (${err.message})`);
+    lost();
   }
   if (pollTimer !== null) pollTimer = setTimeout(poll, POLL_EVERY_MS);
 }

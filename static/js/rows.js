@@ -53,16 +53,21 @@ function barFor(row, scaleMs) {
   return track;
 }
 
+/** The box died while this row waited: its answer is the front's 502 or a cut connection. */
+export function ranIntoDeath(row, boxDeaths) {
+  return row.state === "done" && (row.status === null || row.status === 502) && boxDeaths > row.boxDeaths;
+}
+
 /** The response cell; `boxDeaths` is how often the box has died so far (the panel's count). */
 function statusCell(row, boxDeaths) {
   if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
   if (row.state === "outside") return el("td", { class: "status s4" }, `${row.retryAfter}초 뒤 다시 오는 중…`);
+  const died = ranIntoDeath(row, boxDeaths);
   if (row.status === null) {
-    const died = boxDeaths > row.boxDeaths;
     return el("td", { class: "status err", title: row.error }, died ? "상자가 죽어 연결이 끊김" : "연결 오류");
   }
-  const cls = `status s${String(row.status)[0]}`;
-  let detail = "";
+  const cls = `status s${String(row.status)[0]}${died ? " died" : ""}`;
+  let detail = died ? "상자가 죽음" : "";
   if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
   if (row.error && row.status >= 400) detail = `${row.error}${detail ? " · " + detail : ""}`;
   if (row.ticket) detail = ticketDetail(row);
@@ -126,20 +131,22 @@ export function renderRows(burst, boxDeaths) {
       }
       const roundTrip = el("td", {
         class: row.state === "done" ? "num rt" : "num rt elapsed",
+        dataset: { label: "왕복" },
         title: row.ticket ? `202까지 ${fmtMs(row.ticket.turnaroundMs)}` : "",
       });
       roundTrip.textContent = row.state === "done" ? fmtMs(row.totalMs) : elapsedText(burst, row);
       return el(
         "tr",
         { class: `row ${row.state === "done" ? "" : "pending"}`, dataset },
-        el("td", { class: "num" }, String(row.index)),
+        el("td", { class: "num idx" }, String(row.index)),
         el("td", { class: "text", title: row.text }, row.text),
         statusCell(row, boxDeaths),
         el("td", { class: "bar-col" }, barFor(row, scaleMs)),
-        el("td", { class: "num" }, fmtMs(row.waitMs)),
-        el("td", { class: "num" }, fmtMs(row.inferMs)),
+        // data-label: on a phone the row reflows into a card and each number carries its own name.
+        el("td", { class: "num wait", dataset: { label: "서버 대기" } }, fmtMs(row.waitMs)),
+        el("td", { class: "num infer", dataset: { label: "추론" } }, fmtMs(row.inferMs)),
         roundTrip,
-        el("td", {}, row.top || ""),
+        el("td", { class: "top" }, row.top || ""),
       );
     }),
   );

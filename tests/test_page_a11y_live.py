@@ -1,0 +1,137 @@
+"""The burst page for everyone: axe-core finds nothing serious or critical on desktop and at 390 px, idle, during
+and after a burst; on a phone each row's numbers are on screen; the table and the cards are reachable by keyboard.
+
+axe-core comes from npm (package.json; `just setup` runs `npm ci`) and is injected into the page by the test.
+"""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, Route
+
+from app.bench.live import ROOT, LiveServer, live_server
+from tests.browser import browser
+from tests.test_burst_page_live import GUARD_MS, finish, fire
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+__all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+SERIOUS = ("serious", "critical")
+VIEWPORTS = {"desktop": (1366, 900), "phone": (390, 844)}
+RUN_AXE = """async () => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" "))}));
+}"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server() as running:
+        yield running
+
+
+def axe_path() -> Path:
+    if not AXE.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{AXE} is missing in CI: `just setup` runs npm ci")
+        pytest.skip(f"{AXE} is missing (npm ci)")
+    return AXE
+
+
+def open_page(browser: Browser, server: LiveServer, viewport: str) -> Page:
+    width, height = VIEWPORTS[viewport]
+    page = browser.new_context(viewport={"width": width, "height": height}, locale="ko-KR").new_page()
+    page.goto(f"{server.url}/")
+    page.wait_for_function("document.getElementById('box-panel').dataset.channel === 'websocket'")
+    page.add_script_tag(path=str(axe_path()))
+    return page
+
+
+def serious(page: Page) -> list[dict[str, Any]]:
+    return [v for v in page.evaluate(RUN_AXE) if v["impact"] in SERIOUS]
+
+
+class Held:
+    """Holds the burst's requests in the browser until released: the page stays mid-burst as long as the test needs."""
+
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+        self.released = False
+
+    def __call__(self, route: Route) -> None:
+        if self.released:
+            route.continue_()
+        else:
+            self.routes.append(route)
+
+    def release(self) -> None:
+        self.released = True
+        for route in self.routes:
+            route.continue_()
+
+
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+def test_axe_finds_nothing_serious_idle_during_and_after_a_burst(
+    browser: Browser, server: LiveServer, viewport: str
+) -> None:
+    page = open_page(browser, server, viewport)
+    assert serious(page) == []
+    held = Held()
+    page.route("**/api/limited/predict**", held)
+    fire(page, "limited", 12)
+    page.wait_for_selector("#burst-status[data-state=running]", timeout=GUARD_MS)
+    assert serious(page) == []
+    held.release()
+    finish(page)
+    assert serious(page) == []
+    page.context.close()
+
+
+ROW_NUMBERS_ON_SCREEN = """() => {
+  const width = document.documentElement.clientWidth;
+  const scroller = document.querySelector('.table-scroll');
+  const off = [];
+  for (const tr of document.querySelectorAll('#rows tbody tr')) {
+    for (const cls of ['status', 'wait', 'infer', 'rt']) {
+      const r = tr.querySelector('td.' + cls).getBoundingClientRect();
+      if (r.width === 0 || r.left < 0 || r.right > width) off.push(tr.dataset.index + ' ' + cls);
+    }
+  }
+  return {off, sideways: scroller.scrollWidth - scroller.clientWidth};
+}"""
+
+
+def test_at_390_px_each_rows_status_and_times_are_on_screen(browser: Browser, server: LiveServer) -> None:
+    page = open_page(browser, server, "phone")
+    fire(page, "limited", 12)
+    finish(page)
+    assert page.evaluate(ROW_NUMBERS_ON_SCREEN) == {"off": [], "sideways": 0}
+    page.context.close()
+
+
+def focus_by_tab(page: Page, selector: str, limit: int = 80) -> None:
+    """Press Tab until `selector` has the focus (a failure guard of `limit` presses, never a delay)."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"document.activeElement.matches({selector!r})"):
+            return
+    raise AssertionError(f"{selector} is not reachable with Tab")
+
+
+def test_the_table_and_the_comparison_cards_are_reachable_and_usable_by_keyboard(
+    browser: Browser, server: LiveServer
+) -> None:
+    page = open_page(browser, server, "desktop")
+    fire(page, "limited", 4)
+    finish(page)
+    fire(page, "naive", 2)
+    finish(page)
+    focus_by_tab(page, ".table-scroll")
+    focus_by_tab(page, ".compare-card[data-path=limited]")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#rows[data-path=limited]", timeout=GUARD_MS)
+    page.context.close()
