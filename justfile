@@ -131,10 +131,15 @@ bench: _twin-if-missing
     flock /tmp/lab-cpu.lock python -m app.bench.bursts
     just bench-peer
 
-# ③ and LitServe (extra `peer`) on one pinned core: same model, scoring code and client (docs/bench/peer.md).
+# ③ beside LitServe (extra `peer`) and Infinity (extra `infinity`, own venv) on one pinned core: same model file and client (docs/bench/peer.md; ARGS: --help).
 [group('bench')]
-bench-peer: _twin-if-missing
-    flock /tmp/lab-cpu.lock python -m app.bench.peer
+bench-peer *ARGS: _twin-if-missing setup-infinity
+    flock /tmp/lab-cpu.lock python -m app.bench.peer {{ARGS}}
+
+# Infinity for the peer bench in .venv-infinity (it pins numpy<2 and uvicorn<0.33; torch pinned to the CPU build).
+[group('bench')]
+setup-infinity:
+    @test -x .venv-infinity/bin/infinity_emb || { python3 -m venv .venv-infinity && .venv-infinity/bin/pip install -q -e '.[infinity]'; }
 
 # Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
 [group('bench')]

@@ -7,10 +7,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from app.box.calibrate import slow_to_target
+from app.box.calibrate import slow_to_target, write_quota
 from app.cache import CacheSnapshot, ResultCache
+from app.callshape import CACHE_NAME, host_key, settle_call_shape
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
@@ -134,12 +136,22 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
         load_topics(settings.topics_file),
         intra_op_threads=settings.intra_op_threads,
         max_tokens=settings.max_tokens,
-        chunk_pairs=settings.pair_chunk,
     )
     manifest = dict(model.manifest)
-    scorer: Scorer = model
-    if settings.box_slow and settings.box_seconds_per_review > 0:
-        quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
+    slow = settings.box_slow and settings.box_seconds_per_review > 0
+    quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
+    if slow and quota_dir is not None:
+        write_quota(Path(quota_dir), None)  # shapes are timed at the host's speed, as the calibration is
+    choice = settle_call_shape(
+        model,
+        samples_by_length(settings),
+        key=lambda: host_key(model_dir / "model.onnx", settings.intra_op_threads),
+        cache_file=model_dir / CACHE_NAME,
+        override=settings.pair_chunk,
+    )
+    manifest["call_shape"] = choice.as_dict()
+    scorer: Scorer = model  # the calibration below times this scorer: the shape actually served
+    if slow:
         scorer, calibration = slow_to_target(model, warmup_text(settings), settings.box_seconds_per_review, quota_dir)
         manifest["box_calibration"] = calibration.as_dict()
     if manifest.get("weights") != "real":

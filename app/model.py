@@ -29,6 +29,38 @@ class TopicScore:
 Ranking = list[TopicScore]
 
 
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How a batch's (topic, review) pairs go into onnxruntime calls: `chunk` pairs per call
+    (0: the whole batch in one call), sorted by token length across the batch or in arrival order."""
+
+    chunk: int
+    sort: bool
+
+    @property
+    def label(self) -> str:
+        if self.chunk == 0:
+            return "whole batch, " + ("sorted" if self.sort else "in order")
+        return f"{self.chunk} pairs, " + ("sorted" if self.sort else "in order")
+
+
+@dataclass(frozen=True, slots=True)
+class CallShape:
+    """The shape for one review and the shape for a batch of several (app/callshape.py picks them)."""
+
+    single: Shape
+    batch: Shape
+
+    @classmethod
+    def fixed(cls, chunk: int) -> "CallShape":
+        """`LAB_PAIR_CHUNK`'s meaning: sorted chunks of `chunk` pairs, or 0 for the whole batch padded."""
+        shape = Shape(chunk, sort=chunk > 0)
+        return cls(shape, shape)
+
+    def for_reviews(self, n: int) -> Shape:
+        return self.single if n == 1 else self.batch
+
+
 class Scorer(Protocol):
     """What the lane needs from a model: one ranking per review, in order."""
 
@@ -50,9 +82,9 @@ def load_manifest(model_dir: Path) -> dict[str, Any]:
 class RerankerModel:
     """bge-reranker-style cross-encoder over (topic, review) pairs.
 
-    A batch of N reviews becomes N x len(topics) pairs. Pairs are sorted by token length
-    and run in chunks padded only to their own longest pair, so one long review does not
-    make every short pair in its batch pay for padding.
+    A batch of N reviews becomes N x len(topics) pairs, run in chunks padded only to their own
+    longest pair; sorted by token length, one long review does not make every short pair in its
+    batch pay for padding. How many pairs per call is `call_shape` (docs/model.md, "Call shape").
     """
 
     def __init__(
@@ -63,12 +95,13 @@ class RerankerModel:
         intra_op_threads: int = 1,
         max_tokens: int = 512,
         chunk_pairs: int = 24,
+        call_shape: CallShape | None = None,
     ) -> None:
         if not (model_dir / "model.onnx").exists():
             raise FileNotFoundError(f"no model.onnx in {model_dir}; run `just model` first")
         self.model_dir = model_dir
         self.topics = list(topics)
-        self.chunk_pairs = chunk_pairs
+        self.call_shape = call_shape or CallShape.fixed(chunk_pairs)
         self.manifest = load_manifest(model_dir)
 
         options = ort.SessionOptions()
@@ -92,9 +125,9 @@ class RerankerModel:
         pairs = [(topic.query, text) for text in texts for topic in self.topics]
         encodings = self.tokenizer.encode_batch(pairs)
         lengths = [len(e.ids) for e in encodings]
-        # chunk_pairs == 0 pads the whole batch to its longest pair (kept to measure the cost).
-        size = self.chunk_pairs or len(pairs)
-        order = sorted(range(len(pairs)), key=lengths.__getitem__) if self.chunk_pairs else list(range(len(pairs)))
+        shape = self.call_shape.for_reviews(len(texts))
+        size = shape.chunk or len(pairs)  # 0: the whole batch padded to its longest pair
+        order = sorted(range(len(pairs)), key=lengths.__getitem__) if shape.sort else list(range(len(pairs)))
         logits = np.empty(len(pairs), dtype=np.float32)
         for start in range(0, len(order), size):
             chunk = order[start : start + size]

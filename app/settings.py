@@ -25,8 +25,9 @@ class Settings(BaseSettings):
     samples_file: Path = PROJECT_ROOT / "app" / "data" / "sample_reviews.json"
     intra_op_threads: int = 1
     max_tokens: int = 512
-    # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair.
-    pair_chunk: int = 24
+    # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair. Unset: the
+    # fastest shape measured on this host for this model (app/callshape.py, cached beside the model).
+    pair_chunk: int | None = None
     # One inference at start-up, so the service clock starts from a measurement.
     warmup: bool = True
 

@@ -76,6 +76,8 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
+        # Pairs per onnxruntime call, and the timings that chose it (app/callshape.py); None for a fake scorer.
+        "call_shape": manifest.get("call_shape"),
         "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration")),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,

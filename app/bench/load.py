@@ -68,6 +68,10 @@ class LoadConfig:
     # Same seed, same texts in the same order: servers compared side by side get the same work
     # (sample reviews cost 0.34-2.19 s each on one core). None: a fresh draw every run.
     seed: int | None = None
+    poisson: bool = False  # open loop at `rate`: exponential gaps (seeded) instead of even spacing
+    timeout_s: float = 0.0  # a client gives up after this long (0: when the run's drain ends)
+    # A peer with a rerank API (Infinity): the review is the query, these the documents.
+    rerank_documents: list[str] | None = None
 
 
 @dataclass
@@ -138,9 +142,17 @@ class Runner:
         """One request from due time to final answer; never raises. `hold`: a Seat-Hold token to present."""
         self.sent += 1
         text = self.texts.next()
+        body: dict[str, Any] = {"text": text}
+        if self.config.rerank_documents is not None:
+            body = {
+                "model": "twin",
+                "query": text,
+                "documents": self.config.rerank_documents,
+                "return_documents": False,
+            }
         try:
             headers = {"Seat-Hold": hold} if hold else None
-            response = await self.client.post(self.url_path, json={"text": text}, headers=headers)
+            response = await self.client.post(self.url_path, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             return self._record(Fate(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
         except httpx.ConnectError as exc:  # nobody listening (yet, or any more)
@@ -211,6 +223,12 @@ class Runner:
         if config.burst:
             waves = max(1, math.ceil(config.duration_s / config.every_s))
             return [wave * config.every_s for wave in range(waves) for _ in range(config.burst)]
+        if config.poisson:
+            gaps, due = random.Random(config.seed), 0.0
+            times = []
+            while (due := due + gaps.expovariate(config.rate)) < config.duration_s:
+                times.append(due)
+            return times
         return [i / config.rate for i in range(math.floor(config.duration_s * config.rate))]
 
     async def open_loop(self) -> None:
@@ -256,7 +274,7 @@ async def server_state(client: httpx.AsyncClient) -> dict[str, Any]:
 async def run_load(config: LoadConfig, transport: httpx.AsyncBaseTransport | None = None) -> LoadResult:
     """Run one load; `transport` lets a test drive an in-process app instead of a socket."""
     limits = httpx.Limits(max_connections=2000, max_keepalive_connections=500)
-    timeout = httpx.Timeout(config.duration_s + config.drain_s, connect=30.0)
+    timeout = httpx.Timeout(config.timeout_s or config.duration_s + config.drain_s, connect=30.0)
     async with httpx.AsyncClient(base_url=config.url, limits=limits, timeout=timeout, transport=transport) as client:
         before = await server_state(client)
         started = datetime.now(UTC).isoformat(timespec="seconds")

@@ -7,6 +7,7 @@ by tests/test_measure.py.
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 
 import psutil
@@ -60,6 +61,8 @@ class PeakRss:
         self._every_s = every_s
         self._stop = threading.Event()
         self.peak = 0
+        # (monotonic, CPU seconds of those processes so far), each sample: how long a server kept working.
+        self.cpu: list[tuple[float, float]] = []
         self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
 
     def __enter__(self) -> "PeakRss":
@@ -72,12 +75,16 @@ class PeakRss:
 
     def _sample(self) -> None:
         while True:  # at least one sample, however short the run
-            total = 0
+            total, cpu = 0, 0.0
             for pid in self._pids():
                 try:
-                    total += psutil.Process(pid).memory_info().rss
+                    process = psutil.Process(pid)
+                    total += process.memory_info().rss
+                    times = process.cpu_times()
+                    cpu += times.user + times.system
                 except psutil.Error:
                     continue  # a process came or went mid-walk: the next sample counts it
             self.peak = max(self.peak, total)
+            self.cpu.append((time.monotonic(), cpu))
             if self._stop.wait(self._every_s):
                 return

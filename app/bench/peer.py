@@ -1,48 +1,101 @@
-"""`just bench-peer`: ③ and LitServe side by side, same model, same scoring code, same client, same core.
+"""`just bench-peer`: ③ beside LitServe and Infinity, same model file, same client, same core.
 
 Each (server, scenario) runs against a freshly started server pinned with `taskset` to one
-core (the client runs on the others): bursts of 12 and 50, and open loops at 0.8× and 2×
-the lane's capacity (one review at a time, from the measured cost curve). LitServe batches
-with `max_batch_size=8, batch_timeout=0.025`, ③ with its defaults (8, 25 ms). Each scenario
-runs `--repeats` times, the servers taking turns going first (peer_report.py says why).
-Writes docs/bench/peer.{md,json}. Client-side tooling: the server never imports this.
+core (the client runs on the others): one review at a time (the same reviews in the same order,
+compared text by text; the lab on ② and on ③), bursts of 12 and 50, and open loops at 0.8× and
+a Poisson 2× the lane's capacity (from the measured cost curve; 2× with a 30 s client timeout,
+after which the bench watches how long each server keeps burning CPU). LitServe runs the lab's
+own scoring code batched with `max_batch_size=8, batch_timeout=0.025`; Infinity (the extra
+`infinity`, its own venv, `--infinity-python`) serves the same model file on one thread
+(peer_infinity.py); ③ runs its defaults (8, 25 ms). Each scenario runs `--repeats` times, the
+servers taking turns going first (peer_report.py says why). Writes docs/bench/peer[-TAG].{md,json}.
+Client-side tooling: the server never imports this.
 """
 
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+import httpx
+
 from app.bench.bursts import machine, model_line
 from app.bench.cores import bench_core, keep_off
-from app.bench.load import LoadConfig, run_load
+from app.bench.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
 from app.bench.measure import PeakRss, tree
-from app.bench.peer_report import LAB, PEER, Row, check_targets, markdown, paired, row_of, summarize
+from app.bench.peer_report import (
+    INFINITY,
+    LAB,
+    LAB_LIMITED,
+    ONE_AT_A_TIME,
+    PEER,
+    Row,
+    all_pairs,
+    check_targets,
+    markdown,
+    row_of,
+    summarize,
+)
 from app.bench.serverproc import free_port, wait_healthy
+from app.callshape import cpu_model
+from app.model import load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
-SERVERS = {LAB: "/api/batched/predict", PEER: "/predict"}
+ROUTES = {LAB: "/api/batched/predict", LAB_LIMITED: "/api/limited/predict", PEER: "/predict", INFINITY: "/rerank"}
+SHORT = {"lab3": LAB, "lab2": LAB_LIMITED, "litserve": PEER, "infinity": INFINITY}  # for `just bench-peer ARGS`
+TOPICS = [t.query for t in load_topics(PROJECT_ROOT / "app" / "data" / "topics.json")]
+INFINITY_PYTHON = PROJECT_ROOT / ".venv-infinity" / "bin" / "python"
+# Under the lab's 2,000-character limit, past the model's 512 positions: the lab truncates to 512
+# tokens; Infinity truncates to 514 (max_position_embeddings) and its inference thread dies.
+LONG_TOKENS_TEXT = ("배송이 빠르고 포장이 꼼꼼해서 정말 만족스러운 구매였습니다. " * 60)[:1990]
+
+
+def busy_after_s(rss: PeakRss, left: float, quiet_s: float = 3.0, limit_s: float = 120.0) -> float:
+    """Seconds after `left` (the last client leaving) until the server's processes stopped using CPU:
+    waits until they have been idle (under 10 % of a core) for `quiet_s`, or `limit_s` passed."""
+    last_busy = left
+    while (now := time.monotonic()) - last_busy < quiet_s and now - left < limit_s:
+        time.sleep(0.25)
+        samples = [(t, c) for t, c in list(rss.cpu) if t >= left - 0.25]
+        for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+            if t1 > t0 and (c1 - c0) / (t1 - t0) > 0.10:
+                last_busy = max(last_busy, t1)
+    return last_busy - left
 
 
 class PinnedServer:
     """A server process (and whatever it spawns) on one core, in its own process group."""
 
-    def __init__(self, name: str, model_dir: Path, core: int, batch_log: Path) -> None:
+    def __init__(self, name: str, model_dir: Path, core: int, scratch: Path, infinity_python: Path) -> None:
+        self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        batch_log = scratch / "batches.log"
+        batch_log.touch()
         python = [sys.executable]
         if name == PEER:
             python += ["-m", "app.bench.peer_litserve", str(self.port)]
+        elif name == INFINITY:
+            python = [
+                str(infinity_python),
+                "-m",
+                "app.bench.peer_infinity",
+                str(self.port),
+                str(model_dir),
+                str(scratch),
+            ]
         else:
             python += ["-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
             python += ["--no-access-log", "--log-level", "warning"]
@@ -58,8 +111,19 @@ class PinnedServer:
 
     def __enter__(self) -> "PinnedServer":
         self._process = subprocess.Popen(self._command, cwd=PROJECT_ROOT, env=self._env, start_new_session=True)
-        wait_healthy(self.url, self._process, limit_s=180)
+        wait_healthy(self.url, self._process, limit_s=240)
+        if self.name == INFINITY:  # started without its own warm-up (peer_infinity.py says why): the lab warms up too
+            httpx.post(self.url + ROUTES[INFINITY], json=body(INFINITY, "워밍업 리뷰"), timeout=120).raise_for_status()
         return self
+
+    def answers(self, timeout_s: float = 30.0) -> str | None:
+        """None if a short review is answered in time, else what happened (while /health may still say 200)."""
+        try:
+            response = httpx.post(self.url + ROUTES[self.name], json=body(self.name, "짧은 리뷰"), timeout=timeout_s)
+        except httpx.HTTPError as error:
+            health = httpx.get(self.url + "/health", timeout=5).status_code
+            return f"no answer to a short review in {timeout_s:g} s ({type(error).__name__}); /health {health}"
+        return None if response.status_code == 200 else f"a short review got {response.status_code}"
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
         if self._process is None:
@@ -72,6 +136,12 @@ class PinnedServer:
         with contextlib.suppress(ProcessLookupError):  # workers the parent left behind
             os.killpg(group, signal.SIGKILL)
         self._process.wait()
+
+
+def body(server: str, text: str) -> dict[str, object]:
+    if server == INFINITY:
+        return {"model": "twin", "query": text, "documents": TOPICS, "return_documents": False}
+    return {"text": text}
 
 
 def scenarios(capacity: float, duration_s: float, seed: int = 1) -> dict[str, LoadConfig]:
@@ -87,25 +157,89 @@ def scenarios(capacity: float, duration_s: float, seed: int = 1) -> dict[str, Lo
         )
         for n in (12, 50)
     }
-    for factor in (0.8, 2.0):
-        plans[f"open {factor:g}× ({factor * capacity:.2f}/s, {duration_s:g} s)"] = LoadConfig(
-            url="", path="", mode="open", rate=factor * capacity, duration_s=duration_s, drain_s=240, seed=seed
-        )
+    plans[f"open 0.8× ({0.8 * capacity:.2f}/s, {duration_s:g} s)"] = LoadConfig(
+        url="", path="", mode="open", rate=0.8 * capacity, duration_s=duration_s, drain_s=240, seed=seed
+    )
+    plans[f"open 2× Poisson ({2 * capacity:.2f}/s, {duration_s:g} s, 30 s timeout)"] = LoadConfig(
+        url="",
+        path="",
+        mode="open",
+        rate=2 * capacity,
+        duration_s=duration_s,
+        drain_s=40,
+        seed=seed,
+        poisson=True,
+        timeout_s=30.0,
+    )
     return plans
 
 
-def run_one(server: str, scenario: str, run: int, config: LoadConfig, model_dir: Path, core: int) -> Row:
+def one_at_a_time(url: str, server: str, count: int, seed: int) -> LoadResult:
+    """`count` reviews, each sent when the previous one is answered: the same texts, in order, for every server."""
+    texts, outcomes = TextSource(0, seed), []
+    config = LoadConfig(url=url, path=ROUTES[server], mode="closed", concurrency=1, seed=seed)
+    t0 = time.monotonic()
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for _ in range(count):
+            due = time.monotonic() - t0
+            try:
+                status = client.post(ROUTES[server], json=body(server, texts.next())).status_code
+                outcomes.append(Fate(due, time.monotonic() - t0 - due, category_of(status), status))
+            except httpx.HTTPError as error:
+                outcomes.append(Fate(due, time.monotonic() - t0 - due, "client_timeout", detail=repr(error)))
+    return LoadResult(config, "", outcomes)
+
+
+def run_one(server: str, scenario: str, run: int, config: LoadConfig, options: argparse.Namespace) -> Row:
     with tempfile.TemporaryDirectory() as scratch:
-        batch_log = Path(scratch) / "batches.log"
-        batch_log.touch()
         with (
-            PinnedServer(server, model_dir, core, batch_log) as process,
+            PinnedServer(server, options.model_dir, options.core, Path(scratch), options.infinity_python) as process,
             PeakRss(tree(process.pid), every_s=0.05) as rss,
         ):
-            config.url, config.path = process.url, SERVERS[server]
-            result = asyncio.run(run_load(config))
-        sizes = [int(line) for line in batch_log.read_text(encoding="utf-8").split()]  # only LitServe writes it
-        return row_of(server, scenario, run, result, sizes, rss.peak)
+            busy_after: float | None = None
+            if scenario.startswith(ONE_AT_A_TIME):
+                result = one_at_a_time(process.url, server, options.one_count, options.seed)
+            else:
+                config.url, config.path = process.url, ROUTES[server]
+                config.rerank_documents = TOPICS if server == INFINITY else None
+                result = asyncio.run(run_load(config))
+                if config.timeout_s:  # every client has left by now: how long does the server keep working?
+                    busy_after = busy_after_s(rss, time.monotonic())
+            died = process.answers()
+        sizes = [int(line) for line in (Path(scratch) / "batches.log").read_text(encoding="utf-8").split()]
+        row = row_of(server, scenario, run, result, sizes, rss.peak, busy_after, died)
+        if server == INFINITY:
+            row.mean_batch = None  # it batches pairs inside and says nothing about it
+        return row
+
+
+def long_review_probe(options: argparse.Namespace) -> list[str]:
+    """Each server gets one review past 512 tokens, then a short one: does it still answer?"""
+    lines = []
+    for server in options.servers:
+        if server == LAB_LIMITED:
+            continue
+        with tempfile.TemporaryDirectory() as scratch:
+            with PinnedServer(server, options.model_dir, options.core, Path(scratch), options.infinity_python) as p:
+                try:
+                    long = httpx.post(p.url + ROUTES[server], json=body(server, LONG_TOKENS_TEXT), timeout=60)
+                    status = str(long.status_code)
+                except httpx.HTTPError as error:
+                    status = type(error).__name__
+                after = p.answers(timeout_s=30) or "answered"
+            first = f"a {len(LONG_TOKENS_TEXT)}-character review → {status}"
+            lines.append(f"- {server}: {first}; then a short one: {after}")
+    return lines
+
+
+def lab_shape(args: argparse.Namespace) -> str:
+    """What /api/model says about the served call shape (LitServe reads the same cache)."""
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        PinnedServer(LAB, args.model_dir, args.core, Path(scratch), args.infinity_python) as lab,
+    ):
+        shape = httpx.get(lab.url + "/api/model", timeout=10).json()["call_shape"]
+    return f"one review in {shape['one_review']} per call, a batch in {shape['batch']} ({shape['source']})"
 
 
 def capacity_from_curve(path: Path) -> float:
@@ -126,48 +260,79 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to both)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each scenario per server (medians are judged)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench")
+    parser.add_argument(
+        "--tag", default="", help="writes peer-TAG.{md,json}: a long bench split into runs under ~10 min"
+    )
+    parser.add_argument(
+        "--servers",
+        nargs="*",
+        default=[LAB, LAB_LIMITED, PEER, INFINITY],
+        choices=list(ROUTES),
+        type=lambda name: SHORT.get(name, name),
+        help="lab3, lab2, litserve, infinity (or their full names)",
+    )
+    parser.add_argument(
+        "--infinity-python", type=Path, default=INFINITY_PYTHON, help="the venv with the extra `infinity`"
+    )
+    parser.add_argument("--one-count", type=int, default=12, help="reviews in the one-at-a-time scenario")
+    parser.add_argument("--long-probe", action="store_true", help="first send each server a review past 512 tokens")
     args = parser.parse_args()
     if args.core is None:
         parser.error("pinning both servers to one core needs Linux (sched_setaffinity, taskset)")
 
+    # A `timeout` or Ctrl-C must still stop the pinned servers (their groups are not ours).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if INFINITY in args.servers and not args.infinity_python.exists():
+        parser.error(f"{args.infinity_python} missing: `just setup-infinity` installs the extra `infinity` there")
     capacity = args.capacity or capacity_from_curve(CURVE)
     keep_off(args.core)  # the client runs beside the servers, never on their core
     started, load_at_start = datetime.now(UTC), os.getloadavg()
+    shape = lab_shape(args)  # also measures and caches the shape if this host has not yet: before any timing
+    probe = long_review_probe(args) if args.long_probe else []
+    plans = {f"{ONE_AT_A_TIME} ({args.one_count} reviews)": LoadConfig(url="", path="", mode="closed")}
+    plans |= scenarios(capacity, args.duration, args.seed)
     rows: list[Row] = []
-    for scenario, config in scenarios(capacity, args.duration, args.seed).items():
+    for scenario, config in plans.items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
             continue
+        servers = [s for s in args.servers if s != LAB_LIMITED or scenario.startswith(ONE_AT_A_TIME)]
         for run in range(1, args.repeats + 1):
-            order = list(SERVERS) if run % 2 else list(reversed(SERVERS))  # back to back, taking turns first
+            order = servers[run % len(servers) :] + servers[: run % len(servers)]  # each takes its turn first
             for server in order:
-                row = run_one(server, scenario, run, LoadConfig(**asdict(config)), args.model_dir, args.core)
+                row = run_one(server, scenario, run, LoadConfig(**asdict(config)), args)
                 print(json.dumps(asdict(row) | {"latencies_s": "…"}, ensure_ascii=False), flush=True)
                 rows.append(row)
 
     load = os.getloadavg()
     header = (
-        f"Measured {started:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC on {machine()}, both servers pinned to "
-        f"core {args.core} (`taskset`), one onnxruntime thread; the client on the other core; both get the same "
-        f"reviews (seed {args.seed}); {args.repeats} runs of each. Load average (1/5/15 min) at the start "
+        f"Measured {started:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC on {machine()} ({cpu_model()}), "
+        f"every server pinned to core {args.core} (`taskset`), one onnxruntime thread; the client on the other "
+        f"core; all get the same reviews (seed {args.seed}); {args.repeats} runs of each. "
+        f"Load average (1/5/15 min) at the start "
         f"{load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
         f"at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
-        f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s."
+        f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s. "
+        f"The lab's call shape: {shape}."
     )
     args.out.mkdir(parents=True, exist_ok=True)
     summaries = summarize(rows)
-    checks = check_targets(summaries)
-    pairs = paired(rows)
+    pairs = all_pairs(rows)
+    checks = check_targets(summaries, pairs)
     report = markdown(rows, summaries, checks, pairs)
-    (args.out / "peer.md").write_text(f"{header}\n\n{report}\n", encoding="utf-8")
+    if probe:
+        report = "A review past the model's 512 positions, then a short one:\n\n" + "\n".join(probe) + "\n\n" + report
+    name = f"peer-{args.tag}" if args.tag else "peer"
+    (args.out / f"{name}.md").write_text(f"{header}\n\n{report}\n", encoding="utf-8")
     payload = {
         "header": header,
         "capacity_per_s": capacity,
         "summaries": [asdict(s) for s in summaries],
         "targets": [asdict(c) for c in checks],
         "paired": [asdict(p) for p in pairs],
+        "long_review_probe": probe,
         "rows": [asdict(r) for r in rows],
     }
-    (args.out / "peer.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (args.out / f"{name}.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\n{header}\n\n{report}")
 
 

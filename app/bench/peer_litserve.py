@@ -1,12 +1,14 @@
 """The benchmark's peer: LitServe serving the lab's own scoring function, batched like ③.
 
 Started as its own process by `app.bench.peer` (`python -m app.bench.peer_litserve PORT`).
-Same model, same topics, same `RerankerModel.score` (sorted 24-pair chunks, one
-onnxruntime thread); LitServe's batched loop with `max_batch_size=8, batch_timeout=0.025`.
+Same model, same topics, same `RerankerModel.score` in the call shape the lab serves (read
+from the cache the lab's measurement left beside the model, or `LAB_PAIR_CHUNK`), one
+onnxruntime thread; LitServe's batched loop with `max_batch_size=8, batch_timeout=0.025`.
 Each batch's size is appended to `LAB_PEER_BATCH_LOG`, since LitServe sends no batch header.
 Needs the optional extra `peer` (litserve); the lab server never imports this.
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 
 import litserve as ls
 
+from app.callshape import CACHE_NAME, host_key, settle_call_shape
 from app.model import Ranking, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
@@ -26,6 +29,15 @@ class ReviewAPI(ls.LitAPI):  # type: ignore[misc]  # litserve ships no type hint
     def setup(self, device: str) -> None:
         model_dir = Path(os.environ.get("LAB_MODEL_DIR", str(TWIN_MODEL_DIR)))
         self.model = RerankerModel(model_dir, load_topics(TOPICS), intra_op_threads=1)
+        samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
+        chunk = os.environ.get("LAB_PAIR_CHUNK")
+        settle_call_shape(
+            self.model,
+            sorted((str(s["text"]) for s in samples), key=len),
+            key=lambda: host_key(model_dir / "model.onnx", 1),
+            cache_file=model_dir / CACHE_NAME,
+            override=int(chunk) if chunk else None,
+        )
         self.model.score(["워밍업 리뷰"])  # the lab warms up too: neither pays the first call's setup
         log = os.environ.get("LAB_PEER_BATCH_LOG")
         self.batch_log = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115  # lives as long as the worker

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from app.bench.load import LoadResult, percentile
 
 LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
+LAB_LIMITED, INFINITY = "lab ② limited", "Infinity 0.0.78"
+ONE_AT_A_TIME = "one at a time"
+WINDOW_S = 0.025  # ③'s batching window: one review alone waits it out before its inference
 
 
 @dataclass
@@ -35,9 +38,21 @@ class Row:
     # Each request's latency in the order it was due (None: not served). Both servers get the
     # same reviews at the same moments, so request i of one run pairs with request i of the other.
     latencies_s: list[float | None]
+    # Seconds the server's processes kept using CPU after the last client left (open 2× only).
+    busy_after_s: float | None = None
+    died: str | None = None  # the server stopped answering while its health check said OK
 
 
-def row_of(server: str, scenario: str, run: int, result: LoadResult, batch_sizes: list[int], peak_rss: int) -> Row:
+def row_of(
+    server: str,
+    scenario: str,
+    run: int,
+    result: LoadResult,
+    batch_sizes: list[int],
+    peak_rss: int,
+    busy_after_s: float | None = None,
+    died: str | None = None,
+) -> Row:
     """`batch_sizes`: LitServe's own log of its batches; the lab's come from X-Batch-Size.
 
     served/s runs to the last answer, for bursts and open loops alike: counting only answers
@@ -68,6 +83,8 @@ def row_of(server: str, scenario: str, run: int, result: LoadResult, batch_sizes
             round(o.latency_s, 4) if o.category == "ok" else None
             for o in sorted(result.outcomes, key=lambda o: o.due_at)
         ],
+        busy_after_s=None if busy_after_s is None else round(busy_after_s, 2),
+        died=died,
     )
 
 
@@ -103,6 +120,7 @@ class Summary:
     p50_s: Spread | None
     p95_s: Spread | None
     peak_rss_mb: Spread | None
+    busy_after_s: Spread | None = None
 
 
 def summarize(rows: Sequence[Row]) -> list[Summary]:
@@ -122,6 +140,7 @@ def summarize(rows: Sequence[Row]) -> list[Summary]:
                 p50_s=Spread.of([r.p50_s for r in runs]),
                 p95_s=Spread.of([r.p95_s for r in runs]),
                 peak_rss_mb=Spread.of([r.peak_rss_mb for r in runs]),
+                busy_after_s=Spread.of([r.busy_after_s for r in runs]),
             )
         )
     return summaries
@@ -129,16 +148,20 @@ def summarize(rows: Sequence[Row]) -> list[Summary]:
 
 @dataclass(frozen=True)
 class Paired:
-    """③'s latency minus LitServe's for the same review due at the same moment, over every run."""
+    """The lab's latency against a peer's for the same review due at the same moment, over every run."""
 
     scenario: str
     pairs: int
     median_s: float
     p25_s: float
     p75_s: float
+    lab: str = LAB
+    peer: str = PEER
+    ratio: float | None = None  # median of lab ÷ peer, request by request
+    ratio_less_window: float | None = None  # the same with ③'s 25 ms window taken off the lab's side
 
 
-def paired(rows: Sequence[Row]) -> list[Paired]:
+def paired(rows: Sequence[Row], lab_name: str = LAB, peer_name: str = PEER) -> list[Paired]:
     """A finer view than the medians of p50s: each request against its twin in the same run.
 
     In an open loop each request has its own due time, so the pairs are exact. A burst's requests
@@ -148,16 +171,29 @@ def paired(rows: Sequence[Row]) -> list[Paired]:
     for scenario in dict.fromkeys(r.scenario for r in rows):
         by_run = {(r.server, r.run): r for r in rows if r.scenario == scenario}
         gaps = []
+        twins: list[tuple[float, float]] = []
         for (server, run), lab in by_run.items():
-            peer = by_run.get((PEER, run))
-            if server != LAB or peer is None:
+            peer = by_run.get((peer_name, run))
+            if server != lab_name or peer is None or len(lab.latencies_s) != len(peer.latencies_s):
                 continue
-            gaps += [
-                a - b for a, b in zip(lab.latencies_s, peer.latencies_s, strict=True) if a is not None and b is not None
-            ]
-        if gaps:
+            twins += [(a, b) for a, b in zip(lab.latencies_s, peer.latencies_s, strict=True) if a and b]
+        if twins:
+            gaps = [a - b for a, b in twins]
             q = statistics.quantiles(gaps, n=4) if len(gaps) > 1 else [gaps[0]] * 3
-            out.append(Paired(scenario, len(gaps), statistics.median(gaps), q[0], q[2]))
+            ratio = statistics.median(a / b for a, b in twins)
+            less = statistics.median((a - WINDOW_S) / b for a, b in twins)
+            out.append(
+                Paired(scenario, len(gaps), statistics.median(gaps), q[0], q[2], lab_name, peer_name, ratio, less)
+            )
+    return out
+
+
+def all_pairs(rows: Sequence[Row]) -> list[Paired]:
+    """③ against each peer, and ② against Infinity one review at a time."""
+    servers = {r.server for r in rows}
+    out = [p for peer in (PEER, INFINITY) if peer in servers for p in paired(rows, LAB, peer)]
+    if LAB_LIMITED in servers and INFINITY in servers:
+        out += paired(rows, LAB_LIMITED, INFINITY)
     return out
 
 
@@ -170,18 +206,25 @@ class Check:
     by: str  # how far from the target, in words
 
 
-def _pair(summaries: Sequence[Summary], scenario_prefix: str) -> tuple[Summary, Summary] | None:
+def _pair(
+    summaries: Sequence[Summary], scenario_prefix: str, lab: str = LAB, peer: str = PEER
+) -> tuple[Summary, Summary] | None:
     found = {s.server: s for s in summaries if s.scenario.startswith(scenario_prefix)}
-    return (found[LAB], found[PEER]) if LAB in found and PEER in found else None
+    return (found[lab], found[peer]) if lab in found and peer in found else None
 
 
 def _median(spread: Spread | None) -> float:
     return float("nan") if spread is None else spread.median
 
 
-def check_targets(summaries: Sequence[Summary]) -> list[Check]:
-    """The issue's targets, judged on the medians of the runs."""
+def check_targets(summaries: Sequence[Summary], twins: Sequence[Paired] = ()) -> list[Check]:
+    """The issues' targets, judged on the medians of the runs: against LitServe (issue 11), against Infinity (23)."""
     checks: list[Check] = []
+    servers = {s.server for s in summaries}
+    if INFINITY in servers:
+        checks += infinity_targets(summaries, twins)
+    if PEER not in servers:
+        return checks
 
     def check(target: str, prefix: str, judge: Callable[[Summary, Summary], tuple[str, str, bool, str]]) -> None:
         pair = _pair(summaries, prefix)
@@ -225,6 +268,58 @@ def check_targets(summaries: Sequence[Summary]) -> list[Check]:
     return checks
 
 
+def infinity_targets(summaries: Sequence[Summary], pairs: Sequence[Paired]) -> list[Check]:
+    """Issue 23: one review at a time paired per text, served/s under 2× and in bursts, memory, stopping."""
+    checks: list[Check] = []
+    by = {(p.lab, p.peer, p.scenario.split(" (")[0]): p for p in pairs}
+    for lab, less_window in ((LAB_LIMITED, False), (LAB, True)):
+        found = by.get((lab, INFINITY, ONE_AT_A_TIME))
+        target = f"one at a time: {lab} ÷ Infinity ≤ 1.00 paired per text" + (
+            " (less its 25 ms window)" if less_window else ""
+        )
+        if found is None or found.ratio is None or found.ratio_less_window is None:
+            checks.append(Check(target, "–", "–", None, "not run"))
+            continue
+        ratio = found.ratio_less_window if less_window else found.ratio
+        lab_text = f"{ratio:.3f}" + (f" ({found.ratio:.3f} with it)" if less_window else "")
+        checks.append(Check(target, lab_text, "1", ratio <= 1.0, f"{found.pairs} pairs"))
+
+    def verdict(target: str, prefix: str, judge: Callable[[Summary, Summary], tuple[str, str, bool, str]]) -> None:
+        pair = _pair(summaries, prefix, LAB, INFINITY)
+        checks.append(Check(target, "–", "–", None, "not run") if pair is None else Check(target, *judge(*pair)))
+
+    def served(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        lab_rate, peer_rate = _median(lab.served_per_s), _median(peer.served_per_s)
+        return f"{lab_rate:.3f}/s", f"{peer_rate:.3f}/s", lab_rate >= peer_rate, f"{lab_rate / peer_rate - 1:+.1%}"
+
+    def burst(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        rate = _median(lab.served_per_s) / _median(peer.served_per_s) - 1
+        tail = _median(lab.p95_s) / _median(peer.p95_s) - 1
+        lab_text = f"{_median(lab.served_per_s):.3f}/s, {_median(lab.p95_s):.2f} s"
+        peer_text = f"{_median(peer.served_per_s):.3f}/s, {_median(peer.p95_s):.2f} s"
+        return lab_text, peer_text, rate >= 0 and tail <= 0.05, f"served/s {rate:+.1%}, p95 {tail:+.1%}"
+
+    def stops(lab: Summary, peer: Summary) -> tuple[str, str, bool, str]:
+        lab_s, peer_s = _median(lab.busy_after_s), _median(peer.busy_after_s)
+        return f"{lab_s:.1f} s", f"{peer_s:.1f} s", lab_s <= 2.0, "CPU busy after the last client left"
+
+    verdict("2× Poisson, 30 s timeout: served/s ≥ Infinity's", "open 2×", served)
+    for n in (12, 50):
+        verdict(f"burst {n}: served/s ≥ Infinity's, p95 ≤ Infinity's + 5 %", f"burst {n}", burst)
+    verdict("stops working ≤ 2 s after the last client leaves", "open 2×", stops)
+    both = [p for s in dict.fromkeys(x.scenario for x in summaries) if (p := _pair(summaries, s, LAB, INFINITY))]
+    both = [(lab, peer) for lab, peer in both if _median(peer.peak_rss_mb) > 0]  # 0: not sampled
+    if both:
+        worst = max(_median(lab.peak_rss_mb) / _median(peer.peak_rss_mb) for lab, peer in both)
+        lab_peak = max(_median(lab.peak_rss_mb) for lab, _ in both)
+        peer_low = min(_median(peer.peak_rss_mb) for _, peer in both)
+        text = f"worst scenario {worst:.2f}×"
+        checks.append(
+            Check("peak memory ≤ 0.8× Infinity's", f"≤ {lab_peak:.0f} MB", f"≥ {peer_low:.0f} MB", worst <= 0.8, text)
+        )
+    return checks
+
+
 def _text(spread: Spread | None, digits: int = 2) -> str:
     return "–" if spread is None else spread.text(digits)
 
@@ -240,15 +335,15 @@ def markdown(
     lines = [
         f"Medians of {runs} runs each (lowest–highest in brackets):",
         "",
-        "| scenario | server | not served | mean batch | served/s | p50 s | p95 s | peak RSS MB |",
-        "|---|---|---:|---|---|---|---|---|",
+        "| scenario | server | not served | mean batch | served/s | p50 s | p95 s | peak RSS MB | busy after s |",
+        "|---|---|---:|---|---|---|---|---|---|",
     ]
     for s in summaries:
         lines.append(
             f"| {s.scenario} | {s.server} | {s.not_served} | {_text(s.mean_batch)} | {_text(s.served_per_s, 3)} "
-            f"| {_text(s.p50_s)} | {_text(s.p95_s)} | {_text(s.peak_rss_mb, 0)} |"
+            f"| {_text(s.p50_s)} | {_text(s.p95_s)} | {_text(s.peak_rss_mb, 0)} | {_text(s.busy_after_s, 1)} |"
         )
-    lines += ["", "The issue's targets, on those medians:", "", "| target | ③ | LitServe | met? |", "|---|---|---|---|"]
+    lines += ["", "The issues' targets, on those medians:", "", "| target | lab | peer | met? |", "|---|---|---|---|"]
     for c in checks:
         verdict = "not run" if c.met is None else ("yes" if c.met else "**no**")
         if c.by and c.met is not None:
@@ -256,14 +351,21 @@ def markdown(
         lines.append(f"| {c.target} | {c.lab} | {c.peer} | {verdict} |")
     lines += [
         "",
-        "Request by request: ③'s latency minus LitServe's for the same review due at the same moment, all runs:",
+        "Request by request: the lab's latency against the peer's, same review due at the same moment, all runs:",
         "",
-        "| scenario | pairs | median | middle half |",
-        "|---|---:|---:|---|",
+        "| scenario | lab | peer | pairs | median gap | middle half | median ratio | ratio less 25 ms |",
+        "|---|---|---|---:|---:|---|---:|---:|",
     ]
     for p in pairs:
         middle = f"{p.p25_s * 1000:+.0f} to {p.p75_s * 1000:+.0f} ms"
-        lines.append(f"| {p.scenario} | {p.pairs} | {p.median_s * 1000:+.0f} ms | {middle} |")
+        lines.append(
+            f"| {p.scenario} | {p.lab} | {p.peer} | {p.pairs} | {p.median_s * 1000:+.0f} ms | {middle} "
+            f"| {_num(p.ratio, 3)} | {_num(p.ratio_less_window, 3)} |"
+        )
+    died = [r for r in rows if r.died]
+    if died:
+        lines += ["", "Servers that stopped answering while their health check said OK:", ""]
+        lines += [f"- {r.scenario}, run {r.run}, {r.server}: {r.died}" for r in died]
     lines += [
         "",
         "Every run (the servers take turns going first):",

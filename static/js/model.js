@@ -13,6 +13,21 @@ function boxLine(box) {
   return `상자: ${cpus} · ${speed} · ${memory}`;
 }
 
+/** One shape in Korean: pairs per model call (0: the whole batch in one call), sorted by length or not. */
+function shapeText(shape) {
+  const size = shape.chunk ? `${shape.chunk}쌍씩` : "배치 전체를 한 번에";
+  return shape.sort ? `${size} (길이순)` : size;
+}
+
+const SHAPE_SOURCE = { measured: "이 컴퓨터에서 방금 측정", cached: "이 컴퓨터에서 측정해 둔 값", LAB_PAIR_CHUNK: "LAB_PAIR_CHUNK로 지정" };
+
+/** Which call shape the server chose and why (app/callshape.py); the measured table in the tooltip. */
+function shapeLine(callShape) {
+  const line = `모델 호출: 리뷰 하나는 ${shapeText(callShape.one_review_shape)}, 배치는 ${shapeText(callShape.batch_shape)} · ${SHAPE_SOURCE[callShape.source] || callShape.source}`;
+  const rows = callShape.trials.map((t) => `${t.workload === "one review" ? "리뷰 하나" : "8개 배치"} · ${shapeText(t)}: 리뷰당 ${t.seconds_per_review.toFixed(3)} CPU초`);
+  return { line, why: rows.length ? `가장 빠른 모양을 골랐습니다.\n${rows.join("\n")}` : "" };
+}
+
 /** Says which model answers, and shows the banner when its weights are random (the offline twin). */
 export async function showModel() {
   try {
@@ -20,6 +35,11 @@ export async function showModel() {
     const model = await response.json();
     const extra = model.box ? ` · ${boxLine(model.box)}` : "";
     setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${extra}`);
+    if (model.call_shape) {
+      const shape = shapeLine(model.call_shape);
+      setText("call-shape", shape.line);
+      document.getElementById("call-shape").title = shape.why;
+    }
     if (model.random_weights) {
       document.getElementById("weights-banner").hidden = false;
       setText("weights-detail", `지금 모델: ${model.name}`);

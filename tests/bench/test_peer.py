@@ -1,8 +1,25 @@
 """The peer benchmark gives both servers the same work, and judges the issue's targets on the medians of its runs."""
 
+import itertools
+from dataclasses import replace
+
 from app.bench.load import Fate, LoadConfig, LoadResult, TextSource
 from app.bench.peer import scenarios
-from app.bench.peer_report import LAB, PEER, Row, Spread, Summary, check_targets, paired, row_of, summarize
+from app.bench.peer_report import (
+    INFINITY,
+    LAB,
+    LAB_LIMITED,
+    ONE_AT_A_TIME,
+    PEER,
+    Row,
+    Spread,
+    Summary,
+    all_pairs,
+    check_targets,
+    paired,
+    row_of,
+    summarize,
+)
 
 
 def test_a_seed_gives_the_same_reviews_in_the_same_order() -> None:
@@ -88,3 +105,55 @@ def test_pairs_match_each_request_with_its_twin_in_the_same_run_and_skip_the_uns
     (only,) = paired(rows)
     assert only.pairs == 3
     assert only.median_s == 0.5
+
+
+def test_a_poisson_schedule_is_seeded_and_keeps_its_rate() -> None:
+    from app.bench.load import Runner
+
+    def due(seed: int) -> list[float]:
+        config = LoadConfig(url="", path="", mode="open", rate=2.0, duration_s=600.0, seed=seed, poisson=True)
+        return Runner(config, None).schedule()  # type: ignore[arg-type]  # schedule() never touches the client
+
+    first = due(3)
+    assert first == due(3) != due(4)
+    assert 1100 < len(first) < 1300  # 2/s for 600 s
+    gaps = [b - a for a, b in itertools.pairwise(first)]
+    assert min(gaps) < 0.05 and max(gaps) > 2.0  # exponential, not even spacing
+
+
+def one_at_a_time_row(server: str, run: int, latencies: list[float]) -> Row:
+    outcomes = [Fate(float(i), t, "ok", 200) for i, t in enumerate(latencies)]
+    result = LoadResult(LoadConfig(url="", path="", mode="closed"), "", outcomes)
+    return row_of(server, f"{ONE_AT_A_TIME} (3 reviews)", run, result, [], 0)
+
+
+def test_one_review_at_a_time_is_judged_text_by_text_against_infinity_with_the_window_off_for_batched() -> None:
+    rows = [
+        one_at_a_time_row(LAB_LIMITED, 1, [0.9, 1.8, 0.45]),
+        one_at_a_time_row(LAB, 1, [1.02, 2.02, 0.52]),
+        one_at_a_time_row(INFINITY, 1, [1.0, 2.0, 0.5]),
+    ]
+    pairs = all_pairs(rows)
+    limited = next(p for p in pairs if p.lab == LAB_LIMITED)
+    batched = next(p for p in pairs if p.lab == LAB and p.peer == INFINITY)
+    assert limited.ratio == 0.9
+    assert batched.ratio == 1.02 and batched.ratio_less_window is not None and batched.ratio_less_window < 1.0
+    verdicts = {c.target: c.met for c in check_targets(summarize(rows), pairs)}
+    assert verdicts[f"one at a time: {LAB_LIMITED} ÷ Infinity ≤ 1.00 paired per text"] is True
+    assert verdicts[f"one at a time: {LAB} ÷ Infinity ≤ 1.00 paired per text (less its 25 ms window)"] is True
+    assert verdicts["2× Poisson, 30 s timeout: served/s ≥ Infinity's"] is None  # not run
+
+
+def test_infinity_targets_ask_for_as_many_served_less_memory_and_a_quick_stop() -> None:
+    def both(scenario: str, lab: Summary, peer: Summary) -> list[Summary]:
+        return [replace(lab, scenario=scenario, server=LAB), replace(peer, scenario=scenario, server=INFINITY)]
+
+    lab = replace(summary(LAB, ""), busy_after_s=Spread(1.2, 0.5, 1.5), peak_rss_mb=Spread(650, 650, 650))
+    peer = replace(summary(INFINITY, ""), busy_after_s=Spread(45.0, 38, 60), peak_rss_mb=Spread(850, 850, 850))
+    slower = replace(lab, served_per_s=Spread(0.99, 0.99, 0.99))
+    summaries = both("open 2× Poisson", slower, peer) + both("burst 12", lab, peer)
+    verdicts = {c.target: c.met for c in check_targets(summaries)}
+    assert verdicts["2× Poisson, 30 s timeout: served/s ≥ Infinity's"] is False  # 1 % fewer is fewer
+    assert verdicts["burst 12: served/s ≥ Infinity's, p95 ≤ Infinity's + 5 %"] is True
+    assert verdicts["stops working ≤ 2 s after the last client leaves"] is True
+    assert verdicts["peak memory ≤ 0.8× Infinity's"] is True  # 650 / 850 = 0.76
