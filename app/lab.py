@@ -19,7 +19,7 @@ from app.jobs.webhooks import WebhookDispatcher, open_webhooks
 from app.knob_table import knob_board
 from app.knobs import KnobBoard, KnobsSnapshot
 from app.lane import InferenceLane, LaneSnapshot, ServiceClock
-from app.memory_guard import MemoryGuard, measure_cost
+from app.memory_guard import open_memory_guard
 from app.model import RerankerModel, Scorer, load_topics
 from app.paths import Pipeline, PipelineSnapshot
 from app.registry import LabPath, Load, PathSpec
@@ -189,19 +189,6 @@ async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settin
         clock.length.observe(time.perf_counter() - started, 1, len(text))
 
 
-async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
-    """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
-    if not settings.naive_memory_guard or settings.memory_cap_bytes <= 0:
-        return None
-    cost = await asyncio.to_thread(measure_cost, scorer, warmup_text(settings))
-    log.warning(
-        "Naive memory guard on: cap %.0f MiB; a 200-character review measured at %.0f MiB.",
-        settings.memory_cap_bytes / 2**20,
-        cost.bytes_for("x" * 200) / 2**20,
-    )
-    return MemoryGuard(settings.memory_cap_bytes, cost)
-
-
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
@@ -218,7 +205,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
-        guard = await open_memory_guard(settings, scorer)
+        guard = await open_memory_guard(settings, scorer, warmup_text(settings))
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
