@@ -15,6 +15,7 @@ from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
 from app.metrics import HELP, RequestTally
 from app.strategies.batch import BATCH_CLOSE_REASONS
+from app.strategies.holds import HOLD_RESULTS
 from app.strategies.tickets import TicketsSnapshot
 from app.tally import TallySnapshot
 
@@ -72,6 +73,22 @@ class LabCollector(Collector):
         yield labelled(
             CounterMetricFamily("review_rejections", HELP["review_rejections"], labels=["path", "reason"]),
             (((p.name, r), loads[p.name].refusals.get(r, 0)) for p in snap.paths for r in p.refusals),
+        )
+        yield labelled(
+            CounterMetricFamily("review_knob_changes", HELP["review_knob_changes"], labels=["knob"]),
+            (((k,), n) for k, n in snap.knobs.changes.items()),
+        )
+        yield labelled(
+            GaugeMetricFamily("review_knob_value", HELP["review_knob_value"], labels=["knob"]),
+            (((k,), v) for k, v in snap.knobs.values.items()),
+        )
+        holds = snap.holds
+        yield GaugeMetricFamily("review_seat_holds", HELP["review_seat_holds"], value=holds.live)
+        yield CounterMetricFamily("review_seat_holds_issued", HELP["review_seat_holds_issued"], value=holds.issued)
+        yield CounterMetricFamily("review_seat_hold_no_shows", HELP["review_seat_hold_no_shows"], value=holds.no_shows)
+        yield labelled(
+            CounterMetricFamily("review_seat_hold_results", HELP["review_seat_hold_results"], labels=["result"]),
+            (((r,), holds.results.get(r, 0)) for r in HOLD_RESULTS),
         )
         pipeline = snap.pipeline
         yield histogram("review_wait_seconds", ["path"], {(p,): pipeline.wait(p) for p in names})

@@ -41,8 +41,8 @@ class SafeJSONResponse(JSONResponse):
 
 
 def error_response(exc: LabError) -> JSONResponse:
-    headers = {}
-    extra: dict[str, object] = {}
+    headers = dict(exc.headers)
+    extra: dict[str, object] = dict(exc.extra)
     if exc.retry_after_s is not None:
         headers["Retry-After"] = retry_after_header(exc.retry_after_s)
         extra["retry_after_s"] = int(headers["Retry-After"])

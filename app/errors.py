@@ -29,6 +29,8 @@ HEADERS_TOO_LARGE = ErrorKind(431, "headers_too_large", "Too many header fields,
 INVALID_REQUEST = ErrorKind(422, "invalid_request", "The body or query does not match the schema; see `fields`.")
 INVALID_REVIEW = ErrorKind(422, "invalid_review", "The review text is blank, invisible, overlong or not valid Unicode.")
 INVALID_JOB = ErrorKind(422, "invalid_job", "A ticket option is out of bounds.")
+INVALID_KNOB = ErrorKind(422, "invalid_knob", "No such knob, or a value outside its bounds.")
+NOT_INSTRUCTOR = ErrorKind(403, "instructor_only", "Only the instructor (with the token the box printed) may do this.")
 WEBHOOK_REFUSED = ErrorKind(422, "webhook_refused", "The webhook target is not allowed (scheme, address, or off).")
 BOX_FULL = ErrorKind(429, "box_full", "The box is full; see Retry-After.")
 JOB_QUEUE_FULL = ErrorKind(429, "job_queue_full", "Too many tickets waiting; see Retry-After.")
@@ -56,6 +58,8 @@ TABLE: tuple[ErrorKind, ...] = (
     INVALID_REQUEST,
     INVALID_REVIEW,
     INVALID_JOB,
+    INVALID_KNOB,
+    NOT_INSTRUCTOR,
     WEBHOOK_REFUSED,
     BOX_FULL,
     JOB_QUEUE_FULL,
@@ -87,10 +91,19 @@ class LabError(Exception):
 
     kind = INTERNAL
 
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after_s: float | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after_s = retry_after_s
+        self.headers = headers or {}  # e.g. ②'s Seat-Hold token beside Retry-After
+        self.extra = extra or {}  # keys added to the one error shape
 
     @property
     def status(self) -> int:
@@ -143,6 +156,16 @@ class InvalidJob(LabError):
     """A ticket option out of bounds (e.g. `max_time_in_queue_s`)."""
 
     kind = INVALID_JOB
+
+
+class InvalidKnob(LabError):
+    kind = INVALID_KNOB
+
+
+class NotInstructor(LabError):
+    """A knob change without the instructor token: students can read the knobs, never turn them."""
+
+    kind = NOT_INSTRUCTOR
 
 
 class WebhookRefused(LabError):

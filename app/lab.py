@@ -16,14 +16,17 @@ from app.callshape import CACHE_NAME, host_key, settle_call_shape
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
+from app.knob_table import knob_board
+from app.knobs import KnobBoard, KnobsSnapshot
 from app.lane import InferenceLane, LaneSnapshot, ServiceClock
-from app.memory_guard import MemoryGuard, measure_cost
+from app.memory_guard import open_memory_guard
 from app.model import RerankerModel, Scorer, load_topics
 from app.paths import Pipeline, PipelineSnapshot
 from app.registry import LabPath, Load, PathSpec
 from app.settings import Settings
 from app.strategies.batch import BatcherSnapshot
 from app.strategies.batched import MicroBatcher
+from app.strategies.holds import HoldsSnapshot, SeatHolds
 from app.strategies.limited import SeatGate
 from app.strategies.naive import NaiveRunner
 from app.strategies.ticket_config import ticket_configs
@@ -45,6 +48,8 @@ class LabSnapshot:
     batched: BatcherSnapshot  # ③'s batch sizes and close reasons, for its own metrics
     cache: CacheSnapshot
     pipeline: PipelineSnapshot
+    holds: HoldsSnapshot  # ②'s held seats, for their own metrics
+    knobs: KnobsSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,7 @@ class Lab:
     follower: TicketFollower
     store: JobStore
     paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
+    knobs: KnobBoard
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -96,6 +102,8 @@ class Lab:
             batched=self.batcher.snapshot(),
             cache=self.cache.snapshot(),
             pipeline=self.pipeline.snapshot(),
+            holds=self.limited.holds.snapshot(),
+            knobs=self.knobs.snapshot(),
         )
 
 
@@ -181,19 +189,6 @@ async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settin
         clock.length.observe(time.perf_counter() - started, 1, len(text))
 
 
-async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard | None:
-    """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
-    if not settings.naive_memory_guard or settings.memory_cap_bytes <= 0:
-        return None
-    cost = await asyncio.to_thread(measure_cost, scorer, warmup_text(settings))
-    log.warning(
-        "Naive memory guard on: cap %.0f MiB; a 200-character review measured at %.0f MiB.",
-        settings.memory_cap_bytes / 2**20,
-        cost.bytes_for("x" * 200) / 2**20,
-    )
-    return MemoryGuard(settings.memory_cap_bytes, cost)
-
-
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
@@ -210,17 +205,20 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
-        guard = await open_memory_guard(settings, scorer)
+        guard = await open_memory_guard(settings, scorer, warmup_text(settings))
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
         naive = NaiveRunner(scorer, guard)
-        limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s)
+        holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s)
+        limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)
         batcher = MicroBatcher(
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
         )
         batcher.start()
+        knobs = knob_board(settings, limited, batcher, tickets.service, settings.knobs_file)
+        log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,
             manifest=manifest,
@@ -235,6 +233,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             follower=tickets.follower,
             store=store,
             paths=lab_paths(naive, limited, batcher, tickets.service),
+            knobs=knobs,
         )
     finally:  # in reverse order of starting
         if batcher is not None:

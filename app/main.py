@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import docs, info, live, page, predict, tickets
+from app.api import docs, info, knobs, live, page, predict, tickets
 from app.box.report import BoxCollector
 from app.collector import lab_registry
 from app.connections import ConnectionGuard
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.include_router(predict.router)
     app.include_router(tickets.router)
     app.include_router(info.router)
+    app.include_router(knobs.router)
     app.include_router(live.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")

@@ -5,6 +5,8 @@ simultaneous inferences can take the box down. With the guard on, a request whos
 measured cost would not fit gets 503 + Retry-After instead of a visit from the OOM killer.
 """
 
+import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +15,9 @@ import psutil
 
 from app.errors import MemoryWouldNotFit
 from app.model import Scorer
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 _process = psutil.Process()
 
@@ -103,3 +108,16 @@ class MemoryGuard:
     def release(self, promised: int) -> None:
         with self._lock:
             self._promised -= promised
+
+
+async def open_memory_guard(settings: Settings, scorer: Scorer, sample: str) -> MemoryGuard | None:
+    """Measure one inference's memory now, before a crowd can, if the naive guard is on."""
+    if not settings.naive_memory_guard or settings.memory_cap_bytes <= 0:
+        return None
+    cost = await asyncio.to_thread(measure_cost, scorer, sample)
+    log.warning(
+        "Naive memory guard on: cap %.0f MiB; a 200-character review measured at %.0f MiB.",
+        settings.memory_cap_bytes / 2**20,
+        cost.bytes_for("x" * 200) / 2**20,
+    )
+    return MemoryGuard(settings.memory_cap_bytes, cost)

@@ -26,6 +26,12 @@ HELP = {
     "review_lane_busy": "1 while the single inference lane is running a model call (sampled at scrape).",
     "review_lane_busy_seconds": "Seconds the single inference lane spent in model calls; rate() is its utilisation.",
     "review_lane_skipped": "Work dropped at the lane before inference, by reason (gone, deadline).",
+    "review_seat_holds": "Seats held on path 2 for refused clients told to come back (count as taken).",
+    "review_seat_holds_issued": "Seat-Hold tokens given with a 429 on path 2.",
+    "review_seat_hold_no_shows": "Held seats that expired unclaimed (each kept a seat for its grace window).",
+    "review_seat_hold_results": "Seat-Hold tokens presented on path 2, by result (seated, forged, expired, used).",
+    "review_knob_changes": "Knob changes the instructor made at runtime, by knob (app/knobs.py).",
+    "review_knob_value": "The live value of each instructor knob, by knob, in its own unit.",
     "review_client_gone": "Requests withdrawn because their client disconnected while waiting, by path.",
 }
 

@@ -22,6 +22,15 @@ HEADERS: dict[str, dict[str, Any]] = {
         "description": "Whole seconds until there is likely room, from measured service time.",
         "schema": {"type": "integer"},
     },
+    "Seat-Hold": {
+        "description": "② 429: a token for a seat held until a few seconds after Retry-After; send it back as "
+        "the Seat-Hold request header (once).",
+        "schema": {"type": "string"},
+    },
+    "Seat-Hold-Result": {
+        "description": "② when a Seat-Hold was sent: seated, forged, expired or used.",
+        "schema": {"type": "string"},
+    },
     "Location": {
         "description": "The ticket's URL: poll it, follow its /events, or DELETE it.",
         "schema": {"type": "string"},

@@ -137,6 +137,10 @@ class ErrorOut(BaseModel):
     detail: str = Field(description="One sentence for people")
     retry_after_s: int | None = Field(None, description="The Retry-After header, in whole seconds")
     fields: list[dict[str, Any]] | None = Field(None, description="422 from the schema: each problem's loc/msg/type")
+    hold_token: str | None = Field(
+        None, description="② 429: send it back as the Seat-Hold header within hold_grace_s after Retry-After"
+    )
+    hold_grace_s: float | None = Field(None, description="② 429: how long after Retry-After the held seat waits")
 
 
 def limits(settings: Settings) -> dict[str, str]:
@@ -146,6 +150,7 @@ def limits(settings: Settings) -> dict[str, str]:
         "batch_max": str(settings.batch_max),
         "seats": str(settings.limited_seats),
         "max_wait_s": f"{settings.limited_max_wait_s:g}",
+        "hold_grace_s": f"{settings.limited_hold_grace_s:g}",
         "queue_max_jobs": str(settings.queue_max_jobs),
         "max_text_chars": str(settings.max_text_chars),
         "max_followed": str(MAX_FOLLOWED_JOBS),

@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     # Path 2: one inference in flight plus this many waiting seats.
     limited_seats: int = 4
     limited_max_wait_s: float = 15.0
+    # A 429 from path 2 holds a seat for its client (a Seat-Hold token) until this long after its
+    # Retry-After (0 = no holds: a refusal promises nothing). Holds count as taken seats.
+    limited_hold_grace_s: float = 3.0
+    # Holds are promised at most this far ahead; past it a 429 carries only its Retry-After.
+    limited_hold_horizon_s: float = 15.0
 
     # Path 3: gather for this long after the first arrival, or until this many.
     batch_window_s: float = 0.025
@@ -84,6 +89,10 @@ class Settings(BaseSettings):
     naive_memory_guard: bool = False
     # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
     memory_cap_bytes: int = MEMORY_CAP_BYTES
+
+    # Where the instructor's knob changes are kept, so a restart keeps them (None: not kept). The box
+    # (`just serve`) sets data/knobs.json for its server; a bare server keeps nothing unless asked.
+    knobs_file: Path | None = None
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0

@@ -7,6 +7,7 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
     python3 burst.py http://BOX:8000 12            # each of the four paths in turn
     python3 burst.py http://BOX:8000/api 50 limited    # the API base works too; naive | batched | tickets | 1-4
     python3 burst.py http://BOX:8000 12 --json rows.json
+    python3 burst.py http://BOX:8000 12 limited --retry   # the refused come back after Retry-After (3 times at most)
     python3 burst.py https://BOX:8443 12 -k            # the classroom front, whose certificate is its own CA's
 
 The address may be the box's root or its API base (`$B` in the handout), with or without a
@@ -16,6 +17,10 @@ to pass instead, and fires nothing.
 
 Unlike a browser (at most six connections per server), every request here gets its own
 thread and its own connection, released together by a barrier: a truly simultaneous burst.
+
+With --retry, a refused client (429/503 with Retry-After) comes back as a well-behaved client
+would: after its Retry-After plus a little jitter, a bounded number of times, presenting the
+Seat-Hold token path ② gave it (its seat is held until a few seconds after the Retry-After).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from email.message import Message
 from typing import Any
 
@@ -65,6 +70,23 @@ FALLBACK_REVIEWS = [
 ]
 
 
+RETRY_JITTER_S = 0.5  # a returner comes back up to this much after its Retry-After, so returns spread out
+
+
+@dataclass
+class Attempt:
+    """One try of a row's request; with --retry a refused client tries again (times in ms from its first send)."""
+
+    at_ms: float
+    status: int | None
+    error: str | None
+    retry_after_s: int | None
+    round_trip_ms: float | None
+    wait_ms: float | None
+    infer_ms: float | None
+    hold: str | None  # Seat-Hold-Result of this try (seated, expired, ...), or "held" when it was given a seat hold
+
+
 @dataclass
 class Row:
     """One request of a burst, as this client saw it (times in milliseconds unless `_s`)."""
@@ -85,7 +107,10 @@ class Row:
     eta_s: float | None = None  # tickets: ETA promised with the 202
     actual_s: float | None = None  # tickets: the server's enqueue-to-done time
     job_status: str | None = None  # tickets: done | failed
-    started_at: float = 0.0  # perf_counter() when this request was sent
+    started_at: float = 0.0  # perf_counter() when this request was (first) sent
+    hold_token: str | None = None  # ②: the Seat-Hold a 429 gave, sent back on the next try
+    hold_result: str | None = None  # ②: what the token sent got (Seat-Hold-Result: seated, expired, ...)
+    attempts: list[Attempt] = field(default_factory=list)  # every try, the last one included
 
     @property
     def served(self) -> bool:
@@ -104,6 +129,11 @@ class Summary:
     throughput: float | None  # served requests per second of the burst
     mean_batch: float | None
     eta_late_s: float | None  # tickets: mean of actual minus promised
+    last_served_s: float | None = None  # --retry: from the first send until the last student was served
+    attempts_mean: float | None = None  # --retry: tries per student
+    attempts_max: int | None = None
+    returners: int = 0  # --retry: students who came back at least once
+    seated_first_return: int = 0  # ... and were served on their first return
 
 
 # ------------------------------------------------------------------------- HTTP
@@ -126,10 +156,17 @@ class Answer:
     body: Any
 
 
-def request_json(method: str, url: str, payload: dict[str, Any] | None = None, timeout_s: float = 120.0) -> Answer:
+def request_json(
+    method: str,
+    url: str,
+    payload: dict[str, Any] | None = None,
+    timeout_s: float = 120.0,
+    headers: dict[str, str] | None = None,
+) -> Answer:
     """One request on its own connection; HTTP errors (429, 503, …) are answers, not exceptions."""
     data = None if payload is None else json.dumps(payload).encode("utf-8")
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    request = urllib.request.Request(url, data=data, method=method, headers=sent)
     try:
         with urllib.request.urlopen(request, timeout=timeout_s, context=TLS_CONTEXT) as response:
             return Answer(response.status, response.headers, _json(response.read()))
@@ -266,8 +303,10 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     """Send one review and fill `row`; a connection error is recorded on the row, never raised."""
     url = base_url + PATHS[path][1]
     row.started_at = time.perf_counter()
+    hold = {"Seat-Hold": row.hold_token} if row.hold_token else None
+    row.hold_token = None
     try:
-        answer = request_json("POST", url, {"text": row.text}, timeout_s=timeout_s)
+        answer = request_json("POST", url, {"text": row.text}, timeout_s=timeout_s, headers=hold)
     except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timeout, cut-off answer
         row.error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         row.round_trip_ms = (time.perf_counter() - row.started_at) * 1000
@@ -282,6 +321,8 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     row.batch_size = int(batch) if batch and batch.isdigit() else None
     retry = answer.headers.get("Retry-After")
     row.retry_after_s = int(retry) if retry and retry.isdigit() else None
+    row.hold_token = answer.headers.get("Seat-Hold")
+    row.hold_result = answer.headers.get("Seat-Hold-Result")
     row.error = body.get("error")
     if isinstance(body.get("top"), dict):
         row.top_topic = body["top"].get("label")
@@ -294,8 +335,59 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     row.round_trip_ms = (time.perf_counter() - row.started_at) * 1000
 
 
-def fire_burst(base_url: str, path: str, texts: list[str], *, timeout_s: float = 120.0) -> list[Row]:
-    """Send every text at once (one thread and one connection each) and wait for every answer."""
+def refused_with_hint(row: Row) -> bool:
+    return row.status in (429, 503) and row.retry_after_s is not None
+
+
+def record_attempt(row: Row, first_sent: float) -> None:
+    hold = "held" if row.hold_token else row.hold_result
+    row.attempts.append(
+        Attempt(
+            at_ms=(row.started_at - first_sent) * 1000,
+            status=row.status,
+            error=row.error,
+            retry_after_s=row.retry_after_s,
+            round_trip_ms=row.round_trip_ms,
+            wait_ms=row.wait_ms,
+            infer_ms=row.infer_ms,
+            hold=hold,
+        )
+    )
+
+
+def fire_until_served(
+    base_url: str, path: str, row: Row, timeout_s: float, retries: int, jitter: Callable[[], float]
+) -> None:
+    """`fire_one`, then while refused with a Retry-After and tries are left: wait it out (plus jitter), try again.
+
+    The row ends as its last try; `started_at` and `round_trip_ms` span all of them (the student's view).
+    """
+    first_sent = 0.0
+    for attempt in range(retries + 1):
+        for name in ("status", "error", "wait_ms", "infer_ms", "batch_size", "top_topic", "cache", "retry_after_s"):
+            setattr(row, name, None)
+        row.hold_result = None
+        fire_one(base_url, path, row, timeout_s)
+        first_sent = first_sent or row.started_at
+        record_attempt(row, first_sent)
+        if attempt == retries or not refused_with_hint(row):
+            break
+        time.sleep((row.retry_after_s or 0) + jitter())
+    end = row.started_at + (row.round_trip_ms or 0.0) / 1000
+    row.started_at, row.round_trip_ms = first_sent, (end - first_sent) * 1000
+
+
+def fire_burst(
+    base_url: str,
+    path: str,
+    texts: list[str],
+    *,
+    timeout_s: float = 120.0,
+    retries: int = 0,
+    jitter: Callable[[], float] | None = None,
+) -> list[Row]:
+    """Send every text at once (one thread and one connection each) and wait for every answer;
+    with `retries`, a refused one comes back after its Retry-After, up to that many times."""
     base_url = box_root(base_url)
     rows = [Row(index=i + 1, path=path, text=text) for i, text in enumerate(texts)]
     barrier = threading.Barrier(len(rows))
@@ -304,7 +396,9 @@ def fire_burst(base_url: str, path: str, texts: list[str], *, timeout_s: float =
         # If a thread fails to start in time the barrier breaks: fire anyway rather than hang.
         with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(timeout=30)
-        fire_one(base_url, path, row, timeout_s)
+        fire_until_served(
+            base_url, path, row, timeout_s, retries, jitter or (lambda: random.uniform(0, RETRY_JITTER_S))
+        )
 
     threads = [threading.Thread(target=worker, args=(row,), name=f"burst-{row.index}") for row in rows]
     for thread in threads:
@@ -329,7 +423,8 @@ def status_key(row: Row) -> str:
     return "error" if row.status is None else str(row.status)
 
 
-def summarize(path: str, rows: list[Row]) -> Summary:
+def summarize(path: str, rows: list[Row], retry: bool = False) -> Summary:
+    """Counts, round trips, throughput; with `retry`, also how long the whole crowd took and the tries it cost."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[status_key(row)] = counts.get(status_key(row), 0) + 1
@@ -342,7 +437,7 @@ def summarize(path: str, rows: list[Row]) -> Summary:
     inferred = [r for r in served if r.cache != "hit"]
     mean_batch = sum(batches) / len(batches) if batches else (1.0 if inferred else None)
     eta_rows = [r for r in rows if r.actual_s is not None and r.eta_s is not None]
-    return Summary(
+    summary = Summary(
         path=path,
         counts=counts,
         served=len(served),
@@ -354,6 +449,15 @@ def summarize(path: str, rows: list[Row]) -> Summary:
         mean_batch=mean_batch,
         eta_late_s=sum((r.actual_s or 0.0) - (r.eta_s or 0.0) for r in eta_rows) / len(eta_rows) if eta_rows else None,
     )
+    if retry and rows:
+        tries = [max(1, len(r.attempts)) for r in rows]
+        ends = [r.started_at + (r.round_trip_ms or 0) / 1000 for r in served]
+        summary.last_served_s = max(ends) - start if ends else None
+        summary.attempts_mean, summary.attempts_max = sum(tries) / len(tries), max(tries)
+        came_back = [r for r in rows if len(r.attempts) >= 2]
+        summary.returners = len(came_back)
+        summary.seated_first_return = sum(1 for r in came_back if r.attempts[1].status in (200, 202))
+    return summary
 
 
 # ------------------------------------------------------------------------- printing
@@ -411,11 +515,14 @@ TICKET_COLUMNS: list[tuple[str, int, bool, Callable[[Row], str]]] = [
 ]
 
 
-def table(path: str, rows: list[Row]) -> str:
+def table(path: str, rows: list[Row], retry: bool = False) -> str:
+    """One line per request; with `retry`, every try of a row that came back on the line under it."""
     columns = COLUMNS[:-1] + (TICKET_COLUMNS if path == "tickets" else []) + COLUMNS[-1:]
     lines = ["  ".join(fit(title, w, right) for title, w, right, _ in columns).rstrip()]
     for row in rows:
         lines.append("  ".join(fit(cell(row), w, right) for _, w, right, cell in columns).rstrip())
+        if retry and len(row.attempts) > 1:
+            lines.append(attempts_line(row))
     return "\n".join(lines)
 
 
@@ -431,7 +538,37 @@ def summary_line(s: Summary) -> str:
     ]
     if s.eta_late_s is not None:
         parts.append(f"ETA 대비 {s.eta_late_s:+.2f}s")
+    if s.attempts_mean is not None:
+        last = "-" if s.last_served_s is None else f"{s.last_served_s:.2f}s"
+        parts.append(f"마지막 학생 처리까지 {last}")
+        parts.append(f"학생당 시도 평균 {s.attempts_mean:.1f} (최대 {s.attempts_max})")
+        parts.append(f"첫 재방문에 자리 {s.seated_first_return}/{s.returners}")
     return " | ".join(parts)
+
+
+HOLD_WORDS = {
+    "held": "자리 보관",
+    "seated": "보관석 착석",
+    "expired": "보관 만료",
+    "used": "이미 쓴 표",
+    "forged": "위조 표",
+}
+
+
+def attempt_text(a: Attempt) -> str:
+    """`2.31s 429 ↻2s 자리 보관`: when the try was sent (from the row's first), what it got."""
+    status = "연결오류" if a.status is None else str(a.status)
+    if a.retry_after_s is not None:
+        status += f" ↻{a.retry_after_s}s"
+    if a.hold in HOLD_WORDS:
+        status += f" {HOLD_WORDS[a.hold]}"
+    if a.status == 200:
+        status += f" (대기 {ms(a.wait_ms)}, 추론 {ms(a.infer_ms)})"
+    return f"{a.at_ms / 1000:.2f}s {status}"
+
+
+def attempts_line(row: Row) -> str:
+    return "    ↳ " + " → ".join(attempt_text(a) for a in row.attempts)
 
 
 # ------------------------------------------------------------------------- the command
@@ -470,6 +607,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", metavar="FILE", help="요청별 원자료를 JSON으로 저장 (- 는 표준 출력)")
     parser.add_argument("--timeout", type=float, default=180.0, help="요청 하나의 제한 시간(초), 기본 180")
     parser.add_argument(
+        "--retry",
+        nargs="?",
+        type=int,
+        const=3,
+        default=0,
+        metavar="N",
+        help="거절(429/503)되면 Retry-After 뒤에 다시 오기, 최대 N번 (기본 3): ②가 준 자리 보관 표(Seat-Hold)를 들고",
+    )
+    parser.add_argument(
         "-k", "--insecure", action="store_true", help="https 인증서를 확인하지 않음 (수업용 주소의 자체 인증서)"
     )
     args = parser.parse_args(argv)
@@ -478,6 +624,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"unknown path {args.path!r}: choose naive, limited, batched, tickets, 1-4 or all")
     if not 1 <= args.n <= 200:
         parser.error("n must be between 1 and 200")
+    if not 0 <= args.retry <= 10:
+        parser.error("--retry must be between 0 and 10")
     if not args.url.startswith(("http://", "https://")):
         parser.error("url must start with http:// or https://")
     return args
@@ -502,11 +650,12 @@ def main(argv: list[str] | None = None) -> int:
         if number:
             wait_until_idle(base_url)
         texts = [reviews[0]] * args.n if args.same else distinct_texts(reviews, args.n, f"{run_tag}{path[0]}")
-        print(f"\n{PATHS[path][0]} — {args.n}개 동시 발사 → {base_url}{PATHS[path][1]}", file=out, flush=True)
-        rows = fire_burst(base_url, path, texts, timeout_s=args.timeout)
-        summary = summarize(path, rows)
+        again = f", 거절되면 최대 {args.retry}번 다시 오기" if args.retry else ""
+        print(f"\n{PATHS[path][0]} — {args.n}개 동시 발사{again} → {base_url}{PATHS[path][1]}", file=out, flush=True)
+        rows = fire_burst(base_url, path, texts, timeout_s=args.timeout, retries=args.retry)
+        summary = summarize(path, rows, retry=args.retry > 0)
         answered += sum(1 for r in rows if r.status is not None)
-        print(table(path, rows), file=out)
+        print(table(path, rows, retry=args.retry > 0), file=out)
         print(summary_line(summary), file=out, flush=True)
         report["bursts"].append({"path": path, "summary": asdict(summary), "rows": [asdict(r) for r in rows]})
     if args.json:

@@ -34,7 +34,8 @@ def lab_client(tmp_path: Path) -> LabClientFactory:
 
     @asynccontextmanager
     async def open_client(scorer: GatedScorer, **overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        settings = Settings(**{"warmup": False, "job_store": f"sqlite:///{tmp_path / 'jobs.db'}", **overrides})
+        private = {"job_store": f"sqlite:///{tmp_path / 'jobs.db'}", "knobs_file": tmp_path / "knobs.json"}
+        settings = Settings(**{"warmup": False, **private, **overrides})
         app = create_app(settings, scorer)
         async with LifespanManager(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 
+from app.bench.batching import fit_line
 from app.settings import PROJECT_ROOT
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
@@ -11,7 +12,7 @@ from tests.fakes import GatedScorer
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 
 
-def test_committed_curve_covers_batches_one_to_eight_and_fits_its_own_points() -> None:
+def test_committed_curve_spans_batches_one_to_eight_and_its_fits_are_non_negative() -> None:
     data = json.loads(CURVE.read_text(encoding="utf-8"))
     assert data["measured"].startswith(data["date"])
     sizes = [(c["chunk_pairs"], [p["n"] for p in c["points"]]) for c in data["curves"]]
@@ -21,9 +22,21 @@ def test_committed_curve_covers_batches_one_to_eight_and_fits_its_own_points() -
         points = curve["points"]
         for p in points:
             assert abs(p["per_review_s"] - p["seconds"] / p["n"]) < 1e-3
-        b, a = np.polyfit([p["n"] for p in points], [p["seconds"] for p in points], 1)
-        assert abs(curve["fit"]["a_s"] - a) < 1e-3 and abs(curve["fit"]["b_s"] - b) < 1e-3
+        fit = curve["fit"]
+        assert fit["a_s"] >= 0 and fit["b_s"] >= 0  # a per-call cost below zero is not a cost
+        assert fit == fit_line([p["n"] for p in points], [p["seconds"] for p in points])
     assert data["fit"] == data["curves"][0]["fit"]  # the served packing is the headline fit
+
+
+def test_a_negative_coefficient_is_clamped_and_the_other_refitted() -> None:
+    # Padding makes a big batch cost more than linearly: plain least squares gives a < 0.
+    sizes, seconds = [2, 4, 8], [2.2, 6.5, 18.6]
+    assert np.polyfit(sizes, seconds, 1)[1] < 0
+    fit = fit_line(sizes, seconds)
+    assert fit["a_s"] == 0 and fit["b_s"] == round(float(np.dot(sizes, seconds) / np.dot(sizes, sizes)), 4)
+    flat = fit_line([1, 2, 3], [1.0, 0.9, 0.8])  # cheaper per call as it grows: slope clamped to 0
+    assert flat == {"a_s": 0.9, "b_s": 0.0, "r2": 0.0}
+    assert fit_line([1, 2, 3], [1.0, 2.0, 3.0]) == {"a_s": 0.0, "b_s": 1.0, "r2": 1.0}
 
 
 async def test_page_loads_the_curve_inside_the_batched_note(lab_client: LabClientFactory) -> None:

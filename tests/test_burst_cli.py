@@ -5,9 +5,11 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from urllib.request import urlopen
 
 import pytest
 
@@ -203,3 +205,86 @@ def test_a_done_ticket_names_its_top_topic_in_the_handout_shape_and_the_old_one(
         row = burst.Row(index=1, path="tickets", text="a")
         burst._finish_ticket(row, {"status": "done", "result": result, "waited_ms": 5.0, "inference_ms": 20.0}, None)
         assert (row.job_status, row.top_topic, row.actual_s) == ("done", "친절", 0.025)
+
+
+@pytest.mark.slow
+def test_retry_serves_all_twelve_on_limited_and_prints_every_attempt(server: LiveServer, tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    no_seat_held(server)  # an earlier burst's refused never came back: their holds run out first
+    result = run_burst(server.url, "12", "limited", "--retry", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    (burst,) = json.loads(out.read_text(encoding="utf-8"))["bursts"]
+    rows, summary = burst["rows"], burst["summary"]
+    # Everyone is served in the end, or says why not (a try left over and what the last one got).
+    assert all(r["status"] == 200 or (len(r["attempts"]) == 4 and r["error"]) for r in rows), rows
+    refused_first = [r for r in rows if r["attempts"][0]["status"] == 429]
+    assert len(refused_first) == 7 and summary["returners"] == 7
+    for row in refused_first:
+        first, *later = row["attempts"]
+        assert first["hold"] == "held" and first["retry_after_s"] >= 1
+        # Each return is sent after the Retry-After it was given (never early).
+        assert later[0]["at_ms"] >= first["retry_after_s"] * 1000
+    # Every try is on its row: the line under a returner's row lists them all.
+    assert result.stdout.count("    ↳ ") == 7
+    assert "마지막 학생 처리까지" in result.stdout and "첫 재방문에 자리" in result.stdout
+    assert summary["attempts_max"] >= 2 and summary["last_served_s"] > 0
+
+
+def no_seat_held(server: LiveServer, limit_s: float = 60.0) -> None:
+    """Until no seat on ② is held (a failure guard: holds end at most a grace window after their Retry-After)."""
+    deadline = time.monotonic() + limit_s
+    while json.loads(urlopen(server.url + "/api/stats", timeout=10).read())["paths"]["limited"]["held"]:
+        assert time.monotonic() < deadline, "seats still held"
+        time.sleep(0.05)
+
+
+def test_a_refused_client_comes_back_with_its_hold_after_retry_after(
+    burst: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server: the first answer is ②'s 429 with a hold, the second a 200; the token must go back."""
+    sent: list[dict[str, str] | None] = []
+    slept: list[float] = []
+
+    def answer(status: int, headers: dict[str, str], body: dict[str, object]) -> object:
+        message = burst.Message()
+        for name, value in headers.items():
+            message[name] = value
+        return burst.Answer(status, message, body)
+
+    replies = [
+        answer(429, {"Retry-After": "2", "Seat-Hold": "abc.def"}, {"error": "box_full"}),
+        answer(200, {"Seat-Hold-Result": "seated", "Server-Timing": "wait;dur=5, infer;dur=300"}, {}),
+    ]
+
+    def fake_request(method: str, url: str, payload: object, timeout_s: float, headers: object = None) -> object:
+        sent.append(headers)  # type: ignore[arg-type]
+        return replies[len(sent) - 1]
+
+    monkeypatch.setattr(burst, "request_json", fake_request)
+    monkeypatch.setattr(burst.time, "sleep", slept.append)
+    row = burst.Row(index=1, path="limited", text="리뷰")
+    burst.fire_until_served("http://box", "limited", row, 5.0, 3, lambda: 0.25)
+    assert sent == [None, {"Seat-Hold": "abc.def"}]
+    assert slept == [2.25]
+    assert [(a.status, a.hold) for a in row.attempts] == [(429, "held"), (200, "seated")]
+    assert row.status == 200 and row.infer_ms == 300
+    summary = burst.summarize("limited", [row], retry=True)
+    assert (summary.returners, summary.seated_first_return, summary.attempts_max) == (1, 1, 2)
+    assert "보관석 착석" in burst.attempts_line(row)
+
+
+def test_retries_are_bounded(burst: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def always_full(method: str, url: str, payload: object, timeout_s: float, headers: object = None) -> object:
+        calls.append(url)
+        message = burst.Message()
+        message["Retry-After"] = "1"
+        return burst.Answer(429, message, {"error": "box_full"})
+
+    monkeypatch.setattr(burst, "request_json", always_full)
+    monkeypatch.setattr(burst.time, "sleep", lambda _: None)
+    row = burst.Row(index=1, path="limited", text="리뷰")
+    burst.fire_until_served("http://box", "limited", row, 5.0, 2, lambda: 0.0)
+    assert len(calls) == 3 and len(row.attempts) == 3
+    assert row.status == 429 and row.error == "box_full"

@@ -1,5 +1,6 @@
 """What the box is doing right now: stats, the model, health, and the metrics Prometheus scrapes."""
 
+from dataclasses import asdict
 from typing import Any
 
 import psutil
@@ -39,9 +40,17 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
         "jobs": tickets.jobs,
         "store": {"problem": tickets.store_problem},
         "rejections": {p.name: loads[p.name].refusals for p in snap.paths},
+        # ②'s held seats: tokens issued, holds that expired unclaimed, what presented tokens got.
+        "holds": {"issued": snap.holds.issued, "no_shows": snap.holds.no_shows, **snap.holds.results},
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": _process.memory_info().rss},
         "box": report.stats(box),
+        # The instructor's live values; pages announce a change when `version` moves (app/knobs.py).
+        "knobs": {
+            "version": snap.knobs.last.version if snap.knobs.last else 0,
+            "last": None if snap.knobs.last is None else asdict(snap.knobs.last),
+            "values": snap.knobs.values,
+        },
     }
 
 

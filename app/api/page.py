@@ -101,6 +101,13 @@ async def burst_page(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request=request, name="index.html", context=context)
 
 
+@router.get("/instructor", response_class=HTMLResponse, include_in_schema=False)
+async def instructor_page(request: Request, token: str | None = None) -> HTMLResponse:
+    """The instructor's knobs; only with the token the box printed at start-up (else 403, nothing shown)."""
+    get_lab(request).knobs.allowed(token)
+    return templates.TemplateResponse(request=request, name="instructor.html", context={})
+
+
 @router.get("/api/samples", summary="The sample reviews the burst page and burst.py fire")
 async def samples(request: Request) -> list[SampleReview]:
     return load_samples(get_lab(request).settings.samples_file)

@@ -1,8 +1,9 @@
 """Paths 1-3: the same review, scored three ways, through one `serve`."""
 
 import time
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Request, Response
 
 from app.api.deps import ReviewText, arrived_at, get_lab
 from app.disconnect import unless_client_leaves
@@ -60,16 +61,37 @@ async def predict_naive(text: ReviewText, request: Request, response: Response) 
     "/limited/predict",
     response_model=PredictionOut,
     responses=answers(
-        answer(200, "Scored", *PREDICTION_HEADERS),
+        answer(200, "Scored", *PREDICTION_HEADERS, "Seat-Hold-Result"),
         INPUT_ERRORS,
-        answer(429, "The box is full (every seat taken); see Retry-After", "Retry-After"),
+        answer(
+            429,
+            "The box is full (every seat taken); see Retry-After and Seat-Hold",
+            "Retry-After",
+            "Seat-Hold",
+            "Seat-Hold-Result",
+        ),
         answer(503, "Waited too long for the model ({max_wait_s} s); see Retry-After", "Retry-After"),
     ),
     summary="② limited: 1 in flight + {seats} seats",
 )
-async def predict_limited(text: ReviewText, request: Request, response: Response) -> PredictionOut:
-    """One inference at a time plus {seats} waiting seats; the rest get 429 at once."""
-    return await serve(get_lab(request).limited, text, request, response)
+async def predict_limited(
+    text: ReviewText,
+    request: Request,
+    response: Response,
+    seat_hold: Annotated[
+        str | None, Header(max_length=200, description="The token a 429 gave: claims its held seat")
+    ] = None,
+) -> PredictionOut:
+    """One inference at a time plus {seats} waiting seats; the rest get 429 at once, with a held seat
+    (`Seat-Hold`) for when they come back. `Seat-Hold-Result` says what a presented token got."""
+    visit = get_lab(request).limited.visit(seat_hold)
+    try:
+        body = await serve(visit, text, request, response)
+    finally:
+        visit.unused()
+    if visit.result:
+        response.headers["Seat-Hold-Result"] = visit.result
+    return body
 
 
 @router.post(

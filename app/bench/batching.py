@@ -13,7 +13,6 @@ draws (static/batching-curve.json) and a table (docs/bench/batching.md).
 import argparse
 import json
 import os
-import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,12 +51,21 @@ def batch_seconds(model: RerankerModel, pool: list[str], n: int) -> float:
 
 
 def fit_line(sizes: list[int], seconds: list[float]) -> dict[str, float]:
-    """Least squares seconds ≈ a + b·n, with R² so a bad fit shows."""
-    b, a = np.polyfit(sizes, seconds, 1)
-    predicted = [a + b * n for n in sizes]
-    residual = sum((s - p) ** 2 for s, p in zip(seconds, predicted, strict=True))
-    spread = sum((s - statistics.fmean(seconds)) ** 2 for s in seconds)
-    return {"a_s": round(float(a), 4), "b_s": round(float(b), 4), "r2": round(1 - residual / spread, 4)}
+    """Least squares seconds ≈ a + b·n with a, b ≥ 0, and R² so a bad fit shows.
+
+    A negative coefficient is no cost at all (padding makes a big batch cost more than linearly, and
+    plain least squares then answers a < 0): it is clamped to 0 and the other refitted, an exact
+    non-negative least squares for two coefficients.
+    """
+    n, s = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
+    b, a = (float(v) for v in np.polyfit(n, s, 1))
+    if a < 0:
+        a, b = 0.0, float(n @ s / (n @ n))
+    if b < 0:
+        a, b = float(s.mean()), 0.0
+    residual = float(((s - (a + b * n)) ** 2).sum())
+    spread = float(((s - s.mean()) ** 2).sum())
+    return {"a_s": round(a, 4), "b_s": round(b, 4), "r2": round(1 - residual / spread, 4) if spread else 1.0}
 
 
 def main() -> None:

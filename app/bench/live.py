@@ -51,7 +51,8 @@ def serving(settings: dict[str, str], max_open_files: int | None = None) -> Iter
     """`live_server`, optionally under an open-file limit (`ulimit -n`)."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="lab-server-data-")  # tickets default to a sqlite file of its own
-    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data_dir}/jobs.db", **settings}
+    env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data_dir}/jobs.db"}
+    env |= {"LAB_KNOBS_FILE": f"{data_dir}/knobs.json", **settings}
     with tempfile.NamedTemporaryFile(prefix="lab-server-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(

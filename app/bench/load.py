@@ -47,6 +47,8 @@ class Fate:
     eta_s: float | None = None  # tickets: the ETA promised at submission
     actual_s: float | None = None  # tickets: enqueued → finished, from the job's own timings
     detail: str | None = None
+    hold_token: str | None = None  # ② 429: the Seat-Hold given (sent back on the retry)
+    hold_result: str | None = None  # ② retry: the Seat-Hold-Result (seated, expired, ...)
 
 
 @dataclass
@@ -136,8 +138,8 @@ class Runner:
     def url_path(self) -> str:
         return URLS.get(self.config.path, self.config.path)
 
-    async def one(self, due_at: float, *, retry: bool = False) -> Fate:
-        """One request from due time to final answer; never raises."""
+    async def one(self, due_at: float, *, retry: bool = False, hold: str | None = None) -> Fate:
+        """One request from due time to final answer; never raises. `hold`: a Seat-Hold token to present."""
         self.sent += 1
         text = self.texts.next()
         body: dict[str, Any] = {"text": text}
@@ -149,7 +151,8 @@ class Runner:
                 "return_documents": False,
             }
         try:
-            response = await self.client.post(self.url_path, json=body)
+            headers = {"Seat-Hold": hold} if hold else None
+            response = await self.client.post(self.url_path, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             return self._record(Fate(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
         except httpx.ConnectError as exc:  # nobody listening (yet, or any more)
@@ -159,6 +162,8 @@ class Runner:
         outcome = Fate(due_at, self.now() - due_at, category_of(response.status_code), response.status_code, retry)
         if "Retry-After" in response.headers:
             outcome.retry_after_s = float(response.headers["Retry-After"])
+        outcome.hold_token = response.headers.get("Seat-Hold")
+        outcome.hold_result = response.headers.get("Seat-Hold-Result")
         if outcome.category == "ok":
             timing = server_timing(response.headers.get("Server-Timing"))
             outcome.wait_ms, outcome.infer_ms = timing.get("wait"), timing.get("infer")
@@ -210,7 +215,7 @@ class Runner:
         first = await self.one(due_at)
         if self.config.retry_once and first.category.startswith("rejected") and first.retry_after_s is not None:
             await asyncio.sleep(first.retry_after_s)
-            await self.one(self.now(), retry=True)
+            await self.one(self.now(), retry=True, hold=first.hold_token)
 
     def schedule(self) -> list[float]:
         """When each request is due: evenly spaced at `rate`, or `burst` at a time every `every_s`."""
@@ -342,7 +347,17 @@ def summarize(result: LoadResult) -> dict[str, Any]:
     retries = [o for o in outcomes if o.retry]
     if retries:
         seated = [o for o in retries if o.category == "ok"]
-        summary["comeback"] = {"retries": len(retries), "got_a_seat": round(len(seated) / len(retries), 3)}
+        walk_ins = [o for o in outcomes if not o.retry]
+        refused = [o for o in walk_ins if o.category.startswith("rejected")]
+        summary["comeback"] = {
+            "retries": len(retries),
+            "got_a_seat": round(len(seated) / len(retries), 3),
+            "came_with_a_hold": sum(1 for o in retries if o.hold_result is not None),
+            "hold_results": dict(Counter(o.hold_result for o in retries if o.hold_result)),
+            # The cost of holding seats: how often a first try (a walk-in) was refused.
+            "walk_ins": len(walk_ins),
+            "walk_ins_refused": round(len(refused) / len(walk_ins), 3) if walk_ins else None,
+        }
     stats = result.server_after.get("stats", {})
     if stats:
         summary["server_lane"] = stats.get("lane")

@@ -102,6 +102,35 @@ SCENARIOS = [
         retry_once=True,
     ),
     Scenario(
+        "limited-2x60-retry",
+        "hints",
+        "limited",
+        "2x capacity for 60 s, open loop, each refusal retried once after Retry-After with its Seat-Hold",
+        capacity_x=2,
+        duration_s=60,
+        retry_once=True,
+    ),
+    Scenario(
+        "limited-2x60-retry-noholds",
+        "hints",
+        "limited",
+        "the same without held seats (LAB_LIMITED_HOLD_GRACE_S=0), as before 2026-12-01",
+        capacity_x=2,
+        duration_s=60,
+        retry_once=True,
+        settings={"LAB_LIMITED_HOLD_GRACE_S": "0"},
+    ),
+    Scenario(
+        "limited-burst12-retry",
+        "hints",
+        "limited",
+        "bursts of 12 every 20 s, each refusal retried once after Retry-After with its Seat-Hold",
+        burst=12,
+        every_s=20,
+        duration_s=100,
+        retry_once=True,
+    ),
+    Scenario(
         "limited-burst-2x-retry",
         "hints",
         "limited",
@@ -301,9 +330,11 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             )
         if "comeback" in s:
             back = s["comeback"]
+            walk_ins = back.get("walk_ins_refused")
+            cost = "" if walk_ins is None else f"; {fmt(walk_ins * 100)} % of {back['walk_ins']} walk-ins refused"
             lines.append(
                 f"- **Retry-After** ({row['name']}): {fmt(back['got_a_seat'] * 100)} % of {back['retries']} "
-                "clients that came back after their Retry-After got a seat (target ≥ 50 %)."
+                f"clients that came back after their Retry-After got a seat (target ≥ 50 %){cost}."
             )
     lines += [
         "",

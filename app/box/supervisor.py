@@ -91,6 +91,8 @@ class Supervisor:
             **os.environ,
             "LAB_BOX_STATE": state.model_dump_json(),
             "LAB_BOX_SLOW": "1" if self.settings.box_seconds_per_review > 0 else "0",
+            # The instructor's knobs outlive a restart of the server (app/knobs.py).
+            "LAB_KNOBS_FILE": os.environ.get("LAB_KNOBS_FILE", str(PROJECT_ROOT / "data" / "knobs.json")),
         }
         argv = [sys.executable, "-m", "app.box.launch", *self.placement.launch_args(), "--"]
         argv += server_argv(self.host, self.port, self.sock.fileno())

@@ -76,6 +76,17 @@ class MicroBatcher:
         """The loop is running (/health says unhealthy if it ever stops while the lab serves)."""
         return self._task is not None and not self._task.done()
 
+    def retune(
+        self, *, window_s: float | None = None, max_size: int | None = None, max_wait_s: float | None = None
+    ) -> None:
+        """An instructor's change, for the next batch opened (one already open keeps its timer)."""
+        if window_s is not None:
+            self._window_s = window_s
+        if max_size is not None:
+            self._max_size = max_size
+        if max_wait_s is not None:
+            self._max_wait_s = max_wait_s
+
     @property
     def gathering(self) -> int:
         """Requests queued here, not yet in a batch."""

@@ -8,7 +8,7 @@ follow them are app/strategies/ticket_follow.py.
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from app.errors import IdempotencyConflict, InvalidJob, JobAlreadyFinished, JobNotFound, JobQueueFull, WebhookRefused
 from app.jobs import lifecycle
@@ -78,6 +78,10 @@ class TicketService:
         self._local = local
         self._refused = {"job_queue_full": 0}
         self._jobs = empty_counts()  # as the last snapshot() read them from the store
+
+    def retune(self, *, queue_max_jobs: int) -> None:
+        """An instructor's change: tickets waiting beyond this are refused from the next submission on."""
+        self._config = replace(self._config, queue_max_jobs=queue_max_jobs)
 
     def eta_s(self, ahead: Ahead, own_chars: int, workers: int = 1) -> float:
         """Work already on this box's lane, plus the queued jobs ahead shared among the live workers, plus this job.

@@ -77,8 +77,8 @@ function selectBurst(key) {
   showPath(burst.path, key);
 }
 
-async function fireBurst(path, n, mode) {
-  const { burst, tag } = newBurst(path, n, mode);
+async function fireBurst(path, n, mode, retry) {
+  const { burst, tag } = newBurst(path, n, mode, retry);
   state.view = burst;
   state.running = true;
   burst.t0 = performance.now();
@@ -115,7 +115,7 @@ function wire() {
     fire.disabled = true;
     try {
       const mode = document.querySelector('input[name="mode"]:checked').value;
-      await fireBurst(selectedPath(), burstSize(), mode);
+      await fireBurst(selectedPath(), burstSize(), mode, document.getElementById("retry").checked);
     } finally {
       fire.disabled = false;
     }

@@ -10,7 +10,8 @@ const MODES = { distinct: "서로 다른 리뷰", repeat: "같은 리뷰 반복"
 
 /** `② limited · 서로 다른 리뷰 · 12개`: a burst's path, review mode and size. */
 export function burstLabel(burst) {
-  return `${pathNamed(burst.path).label} · ${MODES[burst.mode] || burst.mode} · ${burst.rows.length}개`;
+  const again = burst.retry ? " · 거절되면 다시 오기" : "";
+  return `${pathNamed(burst.path).label} · ${MODES[burst.mode] || burst.mode} · ${burst.rows.length}개${again}`;
 }
 
 /** The saved bursts in a stable order: by path, then distinct before repeat, then size. */
@@ -21,7 +22,8 @@ function savedInOrder(saved) {
     return (
       pathOrder.indexOf(a.path) - pathOrder.indexOf(b.path) ||
       modeOrder.indexOf(a.mode) - modeOrder.indexOf(b.mode) ||
-      a.rows.length - b.rows.length
+      a.rows.length - b.rows.length ||
+      Number(Boolean(a.retry)) - Number(Boolean(b.retry))
     );
   });
 }
@@ -78,7 +80,10 @@ export function renderCompare(saved, select) {
     const when = new Date(burst.firedAt).toLocaleTimeString("ko-KR");
     const card = el(
       "div",
-      { class: "compare-card", dataset: { key, path: burst.path, mode: burst.mode, size: String(burst.rows.length) } },
+      {
+        class: "compare-card",
+        dataset: { key, path: burst.path, mode: burst.mode, size: String(burst.rows.length), retry: String(!!burst.retry) },
+      },
       el("h3", {}, burstLabel(burst), " ", el("small", {}, when)),
       ...summaryParts(burst.summary, burst.path).map(([k, v]) => el("span", { class: "kv" }, `${k} `, el("b", {}, v))),
       el("p", { class: "gave-up" }, gaveUp(burst)),

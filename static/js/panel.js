@@ -3,6 +3,7 @@
 // box, and a poll would queue behind them; a WebSocket is not counted against those six (measured:
 // docs/burst-page.md). If the socket fails, the panel polls /api/stats and says so; it always shows
 // how old its values are. Everything shown comes from the API; nothing is computed or invented here.
+import { followKnobs } from "./knobs.js";
 import { lost, noteStats } from "./death.js";
 import { PATHS } from "./paths.js";
 import { sixConnections } from "./protocol.js";
@@ -82,6 +83,7 @@ function received(stats, via) {
   lastAt = now;
   noteStats(stats);
   renderStats(stats);
+  followKnobs(stats.knobs);
   for (const recording of recordings) renderRecording(recording.snapshot(channel));
   showAge();
 }

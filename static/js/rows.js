@@ -4,8 +4,19 @@ import { el, fmtMs } from "./dom.js";
 import { describeRecording } from "./recording.js";
 import { pathNamed } from "./paths.js";
 
-/** Bar segments in drawing order, in milliseconds; what is not accounted for is "other". */
+/**
+ * Bar segments in drawing order, in milliseconds; what is not accounted for is "other". A row that came
+ * back after a refusal ("거절되면 다시 오기") first shows each refused try and the time it waited outside.
+ */
 function segments(row) {
+  const tries = row.state === "done" && row.attempts && row.attempts.length > 1 ? row.attempts : null;
+  const before = [];
+  if (tries) {
+    for (let i = 0; i < tries.length - 1; i += 1) {
+      before.push(["refused", tries[i].endMs - tries[i].startMs]);
+      before.push(["outside", tries[i + 1].startMs - tries[i].endMs]);
+    }
+  }
   const browser = row.browserMs || 0;
   const wait = row.waitMs || 0;
   const infer = row.inferMs || 0;
@@ -16,8 +27,10 @@ function segments(row) {
     ticket = Math.min(ticket, Math.max(0, row.totalMs - browser - wait - infer));
   }
   const known = browser + ticket + wait + infer;
-  const total = row.state === "done" ? row.totalMs : known;
+  const last = tries ? tries[tries.length - 1] : null;
+  const total = row.state === "done" ? (last ? last.endMs - last.startMs : row.totalMs) : known;
   return [
+    ...before,
     ["browser", browser],
     ["ticket", ticket],
     ["wait", wait],
@@ -48,6 +61,7 @@ export function ranIntoDeath(row, boxDeaths) {
 /** The response cell; `boxDeaths` is how often the box has died so far (the panel's count). */
 function statusCell(row, boxDeaths) {
   if (row.state === "sent") return el("td", { class: "status" }, "보냄…");
+  if (row.state === "outside") return el("td", { class: "status s4" }, `${row.retryAfter}초 뒤 다시 오는 중…`);
   const died = ranIntoDeath(row, boxDeaths);
   if (row.status === null) {
     return el("td", { class: "status err", title: row.error }, died ? "상자가 죽어 연결이 끊김" : "연결 오류");
@@ -61,6 +75,11 @@ function statusCell(row, boxDeaths) {
   if (detail) cell.append(el("span", { class: "detail" }, detail));
   if (row.cache === "hit") cell.append(el("span", { class: "badge" }, "캐시"));
   if (row.batchSize) cell.append(el("span", { class: "badge" }, `묶음 ${row.batchSize}`));
+  if (row.attempts && row.attempts.length > 1) {
+    const statuses = row.attempts.map((a) => a.status ?? "오류").join("→");
+    cell.append(el("span", { class: "detail" }, `시도 ${row.attempts.length}번: ${statuses}`));
+    if (row.holdResult === "seated") cell.append(el("span", { class: "badge" }, "맡아 둔 자리"));
+  }
   return cell;
 }
 
@@ -105,6 +124,8 @@ export function renderRows(burst, boxDeaths) {
         ["etaS", row.ticket && row.ticket.etaS],
         ["actualS", row.ticket && row.ticket.actualS],
         ["jobStatus", row.ticket && row.ticket.jobStatus],
+        ["attempts", row.attempts && row.attempts.map((a) => a.status ?? "error").join(",")],
+        ["hold", row.holdResult],
       ]) {
         if (value !== null && value !== undefined) dataset[key] = String(value);
       }
@@ -163,6 +184,11 @@ export function summaryParts(s, path) {
   ];
   if (s.cacheHits) parts.push(["캐시 적중", String(s.cacheHits)]);
   if (s.etaLateS != null) parts.push(["ETA 대비", `${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(2)}초`]);
+  if (s.attemptsMean != null) {
+    parts.push(["마지막 학생 처리까지", fmtMs(s.lastServedMs)]);
+    parts.push(["학생당 시도", `평균 ${s.attemptsMean.toFixed(1)} (최대 ${s.attemptsMax})`]);
+    parts.push(["첫 재방문에 자리", `${s.seatedFirstReturn}/${s.returners}`]);
+  }
   return parts;
 }
 

@@ -12,6 +12,10 @@ let samples = [
 // A per-page tag keeps "distinct" reviews distinct across reloads, so the cache cannot answer them.
 const pageTag = Math.random().toString(36).slice(2, 5);
 let fired = 0;
+// "거절되면 다시 오기": a refused request (429/503 with Retry-After) comes back after its Retry-After plus
+// up to this much jitter, at most this many times, with the Seat-Hold token ② gave it (like burst.py --retry).
+const RETRY_TIMES = 3;
+const RETRY_JITTER_MS = 500;
 
 /** Replaces the built-in reviews with the box's own (GET /api/samples); keeps them if that fails. */
 export async function loadSamples() {
@@ -25,7 +29,7 @@ export async function loadSamples() {
 }
 
 /** A new burst of `n` rows (each "sent") and its tag; "distinct" texts end in `#tag-i`, "repeat" are one review. */
-export function newBurst(path, n, mode) {
+export function newBurst(path, n, mode, retry = false) {
   fired += 1;
   const tag = `${pageTag}${fired}`;
   const offset = (fired * n) % samples.length;
@@ -36,6 +40,7 @@ export function newBurst(path, n, mode) {
   const burst = {
     path,
     mode,
+    retry,
     firedAt: new Date().toISOString(),
     running: true,
     rows: texts.map((text, i) => ({ index: i + 1, text, state: "sent", status: null })),
@@ -50,15 +55,51 @@ export function newBurst(path, n, mode) {
 export async function runBurst(burst, tag, { changed, boxDeaths }) {
   const path = pathNamed(burst.path);
   const tickets = path.answer === "ticket" ? ticketGathering(burst.rows.length) : null;
-  await Promise.all(burst.rows.map((row) => fireOne(path, row, tag, burst.t0, changed, tickets, boxDeaths)));
+  const retry = Boolean(burst.retry) && path.answer === "direct";
+  await Promise.all(burst.rows.map((row) => fireOne(path, row, tag, burst.t0, changed, tickets, boxDeaths, retry)));
 }
 
 /**
- * One request of a burst; fills `row` as answers arrive and calls `changed()` after each step.
+ * One request of a burst, and with `retry` its returns: every try is kept in `row.attempts`, and the
+ * row ends as its last try, its time counted from the first send (what the student waited in all).
+ */
+async function fireOne(path, row, burstTag, t0, changed, tickets, boxDeaths, retry) {
+  row.attempts = [];
+  let hold = null;
+  for (let attempt = 1; ; attempt += 1) {
+    const again = attempt > 1 ? `&try=${attempt}` : "";
+    const url = new URL(`${path.route}?burst=${burstTag}&i=${row.index}${again}`, location.href).href;
+    hold = await fireAttempt(path, row, url, t0, changed, tickets, boxDeaths, hold);
+    row.attempts.push({
+      startMs: row.startMs,
+      endMs: row.endMs,
+      status: row.status,
+      retryAfter: row.retryAfter,
+      hold: hold ? "held" : row.holdResult,
+      waitMs: row.waitMs,
+      inferMs: row.inferMs,
+      browserMs: row.browserMs,
+    });
+    const refused = (row.status === 429 || row.status === 503) && row.retryAfter;
+    if (!retry || !refused || attempt > RETRY_TIMES) break;
+    row.state = "outside";
+    changed();
+    const backMs = Number(row.retryAfter) * 1000 + Math.random() * RETRY_JITTER_MS;
+    await new Promise((resolve) => setTimeout(resolve, backMs));
+  }
+  const first = row.attempts[0];
+  row.startMs = first.startMs;
+  row.totalMs = row.endMs - first.startMs;
+  row.state = "done";
+  changed();
+}
+
+/**
+ * One try of a request; fills `row` as answers arrive and calls `changed()` after each step; returns
+ * the Seat-Hold token a refusal gave (or null). `hold` is the token to present.
  * On a ticket path, the ticketGathering follows the ticket together with the rest of the burst.
  */
-async function fireOne(path, row, burstTag, t0, changed, tickets, boxDeaths) {
-  const url = new URL(`${path.route}?burst=${burstTag}&i=${row.index}`, location.href).href;
+async function fireAttempt(path, row, url, t0, changed, tickets, boxDeaths, hold) {
   const started = performance.now();
   row.startMs = started - t0;
   row.boxDeaths = boxDeaths();
@@ -67,7 +108,7 @@ async function fireOne(path, row, burstTag, t0, changed, tickets, boxDeaths) {
   try {
     response = await fetch(url, {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: hold ? { "Content-Type": "application/json", "Seat-Hold": hold } : { "Content-Type": "application/json" },
       body: JSON.stringify({ text: row.text }),
       cache: "no-store",
     });
@@ -80,12 +121,15 @@ async function fireOne(path, row, burstTag, t0, changed, tickets, boxDeaths) {
     row.totalMs = performance.now() - started;
     row.endMs = row.startMs + row.totalMs;
     changed();
-    return;
+    return null;
   }
   row.roundTripMs = performance.now() - started;
   row.browserMs = browserQueuedMs(await resourceTiming(url));
   row.status = response.status;
   row.retryAfter = response.headers.get("Retry-After");
+  row.holdResult = response.headers.get("Seat-Hold-Result");
+  row.waitMs = null;
+  row.inferMs = null;
   row.cache = response.headers.get("X-Cache");
   const batch = response.headers.get("X-Batch-Size");
   row.batchSize = batch === null ? null : Number(batch);
@@ -127,6 +171,7 @@ async function fireOne(path, row, burstTag, t0, changed, tickets, boxDeaths) {
   row.endMs = row.startMs + row.totalMs;
   row.state = "done";
   changed();
+  return response.headers.get("Seat-Hold");
 }
 
 function applyTiming(row, timing) {

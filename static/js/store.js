@@ -4,7 +4,7 @@ import { pathNamed } from "./paths.js";
 const STORE_KEY = "review-lab.last-bursts.v2";
 const MAX_SAVED = 12; // the oldest saved bursts beyond this are forgotten
 
-const burstKey = (path, mode, size) => `${path}|${mode}|${size}`;
+const burstKey = (path, mode, size, retry) => `${path}|${mode}|${size}${retry ? "|retry" : ""}`;
 
 /** What this browser kept, by burstKey; bursts of a path this box does not serve are left out. */
 function load() {
@@ -41,7 +41,7 @@ export class SavedBursts {
 
   /** Keeps a finished burst (a copy, without its clock origin t0) under its key, replacing the one before. */
   save(burst) {
-    const key = burstKey(burst.path, burst.mode, burst.rows.length);
+    const key = burstKey(burst.path, burst.mode, burst.rows.length, burst.retry);
     const { t0, ...kept } = burst;
     this.byKey[key] = { ...kept, rows: burst.rows.map((r) => ({ ...r })) };
     const oldestFirst = this.entries().sort(([, a], [, b]) => a.firedAt.localeCompare(b.firedAt));

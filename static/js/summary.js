@@ -24,6 +24,7 @@ export function summarize(burst) {
   const inferred = served.filter((r) => r.cache !== "hit" && !(r.ticket && r.inferMs === 0));
   const etaRows = burst.rows.filter((r) => r.ticket && r.ticket.actualS != null && r.ticket.etaS != null);
   return {
+    ...(burst.retry ? comingBack(burst, served) : {}),
     counts,
     served: served.length,
     size: burst.rows.length,
@@ -36,5 +37,18 @@ export function summarize(burst) {
     etaLateS: etaRows.length
       ? etaRows.reduce((a, r) => a + (r.ticket.actualS - r.ticket.etaS), 0) / etaRows.length
       : null,
+  };
+}
+
+/** "거절되면 다시 오기": until the last student was served, tries per student, seated on the first return. */
+function comingBack(burst, served) {
+  const tries = burst.rows.map((r) => (r.attempts && r.attempts.length) || 1);
+  const returners = burst.rows.filter((r) => r.attempts && r.attempts.length > 1);
+  return {
+    lastServedMs: served.length ? Math.max(...served.map((r) => r.endMs)) : null,
+    attemptsMean: tries.reduce((a, b) => a + b, 0) / tries.length,
+    attemptsMax: Math.max(...tries),
+    returners: returners.length,
+    seatedFirstReturn: returners.filter((r) => r.attempts[1].status === 200).length,
   };
 }

@@ -17,7 +17,7 @@ from tests.fakes import GatedScorer
 
 JSON = {"content-type": "application/json"}
 POSTS = ["/api/naive/predict", "/api/limited/predict", "/api/batched/predict", "/api/queue/jobs"]
-EXTRA_KEYS = {"fields", "retry_after_s"}  # the only keys an error body may add
+EXTRA_KEYS = {"fields", "retry_after_s", "hold_token", "hold_grace_s"}  # the only keys an error body may add
 
 BAD_REQUESTS: list[tuple[str, str, dict[str, Any], int, str]] = [
     *[("POST", url, {"content": b"{}", "headers": JSON}, 422, "invalid_request") for url in POSTS],
@@ -96,7 +96,7 @@ async def test_the_openapi_document_declares_error_bodies_and_headers(lab_client
     paths = spec["paths"]
     limited = paths["/api/limited/predict"]["post"]
     assert limited["summary"] == "② limited: 1 in flight + 3 seats"
-    assert set(limited["responses"]["200"]["headers"]) == {"Server-Timing", "X-Cache"}
+    assert set(limited["responses"]["200"]["headers"]) == {"Server-Timing", "X-Cache", "Seat-Hold-Result"}
     assert "Retry-After" in limited["responses"]["429"]["headers"]
     assert "X-Batch-Size" in paths["/api/batched/predict"]["post"]["responses"]["200"]["headers"]
     assert "40 ms" in paths["/api/batched/predict"]["post"]["description"]

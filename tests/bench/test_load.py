@@ -52,6 +52,13 @@ def test_summary_measures_capacity_hints_and_comebacks() -> None:
     assert summary["lane_capacity_per_s"] == 1.0  # each review cost one lane-second
     assert summary["useful_per_s"] == 0.2  # two answers inside the 10 s window
     assert summary["useful_lane_share"] == 0.2  # one shared 2 s batch inside the window; the late one is outside
-    assert summary["comeback"] == {"retries": 2, "got_a_seat": 0.5}
+    assert summary["comeback"] == {
+        "retries": 2,
+        "got_a_seat": 0.5,
+        "came_with_a_hold": 0,
+        "hold_results": {},
+        "walk_ins": 3,
+        "walk_ins_refused": round(1 / 3, 3),
+    }
     assert summary["rejection_latency_s"]["max"] == 0.02
     assert summary["mean_batch"] == 1.67

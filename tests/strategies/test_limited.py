@@ -37,8 +37,9 @@ async def test_limited_admits_five_and_rejects_seven_with_retry_after(lab_client
 
 
 async def test_limited_retry_after_grows_with_the_queue(lab_client: LabClientFactory) -> None:
+    """Without holds the hint is when every waiting seat is free again (with holds: test_limited_holds.py)."""
     scorer = GatedScorer()
-    async with lab_client(scorer, limited_seats=1) as client:
+    async with lab_client(scorer, limited_seats=1, limited_hold_grace_s=0) as client:
         first = asyncio.create_task(post(client, "첫 번째"))
         await asyncio.to_thread(scorer.wait_entered)
         second = asyncio.create_task(post(client, "두 번째"))
@@ -68,3 +69,38 @@ async def test_limited_waited_too_long_gets_503(lab_client: LabClientFactory) ->
         scorer.open()
         assert (await first).status_code == 200
     assert scorer.calls == [["오래 걸리는 리뷰"]]
+
+
+async def test_limited_429_holds_a_seat_that_its_token_claims_over_http(lab_client: LabClientFactory) -> None:
+    scorer = GatedScorer()
+    async with lab_client(scorer, limited_seats=1) as client:
+        first = asyncio.create_task(post(client, "첫 번째"))
+        await asyncio.to_thread(scorer.wait_entered)
+        second = asyncio.create_task(post(client, "두 번째"))
+
+        async def full() -> bool:
+            return bool((await client.get("/api/stats")).json()["paths"]["limited"]["seats_taken"] == 2)
+
+        await eventually(full)
+        refused = await post(client, "세 번째")
+        assert refused.status_code == 429
+        token = refused.headers["Seat-Hold"]
+        assert refused.json()["hold_token"] == token and refused.json()["error"] == "box_full"
+        forged = await client.post(
+            "/api/limited/predict", json={"text": "위조"}, headers={"Seat-Hold": token[:-2] + "zz"}
+        )
+        assert forged.status_code == 429 and forged.headers["Seat-Hold-Result"] == "forged"
+        scorer.release(1)
+        assert (await first).status_code == 200
+        walk_in = await post(client, "새치기")
+        assert walk_in.status_code == 429  # a seat is free, but it is held
+        stats = (await client.get("/api/stats")).json()["paths"]["limited"]
+        assert stats["held"] == 3 and stats["seats_taken"] == 1
+        scorer.open()
+        back = await client.post("/api/limited/predict", json={"text": "세 번째"}, headers={"Seat-Hold": token})
+        assert back.status_code == 200 and back.headers["Seat-Hold-Result"] == "seated"
+        await second
+        metrics = (await client.get("/metrics")).text
+    assert 'review_seat_hold_results_total{result="seated"} 1.0' in metrics
+    assert 'review_seat_hold_results_total{result="forged"} 1.0' in metrics
+    assert "review_seat_holds_issued_total 3.0" in metrics

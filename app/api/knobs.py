@@ -1,0 +1,75 @@
+"""The instructor's knobs: everyone may read them, only the bearer of the box's instructor token may turn one."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import get_lab
+from app.knobs import Change, KnobBoard
+from app.openapi import INPUT_ERRORS, answer, answers
+
+router = APIRouter(prefix="/api", tags=["knobs"])
+
+
+class KnobIn(BaseModel):
+    """A knob's new value, within the bounds GET /api/knobs lists."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"value": 8}]})
+
+    value: float = Field(allow_inf_nan=False)
+
+
+def knobs_body(board: KnobBoard) -> dict[str, Any]:
+    snap = board.snapshot()
+    knobs = [
+        {
+            "setting": name,
+            "value": snap.values[name],
+            "low": spec.low,
+            "high": spec.high,
+            "unit": spec.unit,
+            "changes": snap.changes[name],
+        }
+        for name, spec in board.specs.items()
+    ]
+    return {"version": snap.last.version if snap.last else 0, "last": change_body(snap.last), "knobs": knobs}
+
+
+def change_body(change: Change | None) -> dict[str, Any] | None:
+    if change is None:
+        return None
+    return {"version": change.version, "setting": change.setting, "old": change.old, "new": change.new, "at": change.at}
+
+
+def bearer(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+@router.get("/knobs", summary="The knobs an instructor may turn, their live values and bounds")
+async def knobs(request: Request) -> dict[str, Any]:
+    return knobs_body(get_lab(request).knobs)
+
+
+@router.put(
+    "/knobs/{setting}",
+    summary="Turn one knob (instructor only: Authorization: Bearer <the token the box printed>)",
+    responses=answers(
+        INPUT_ERRORS,
+        answer(403, "No instructor token, or the wrong one: nothing changed"),
+        answer(422, "No such knob, or a value outside its bounds"),
+    ),
+)
+async def turn(
+    setting: str,
+    knob: KnobIn,
+    request: Request,
+    authorization: Annotated[str | None, Header(max_length=200)] = None,
+) -> dict[str, Any]:
+    """Applies at once to the path that owns it, is announced on every open page and kept across restarts."""
+    board = get_lab(request).knobs
+    board.allowed(bearer(authorization))
+    board.turn(setting, knob.value)
+    request.app.openapi_schema = None  # route summaries quote the live values ({seats}, …)
+    return knobs_body(board)

@@ -1,0 +1,146 @@
+"""Held seats measured as a policy: path ② under bursts of 12 and a sustained 2x, with and without holds.
+
+Every refused request comes back once, at its Retry-After, with the Seat-Hold it was given (load.py's
+--retry-once). What is measured is the share of returners seated on their first return and the walk-ins'
+refusal rate beside it. The lab runs in-process (httpx's ASGI transport) with the model replaced by one
+that sleeps each review's cost: the seat policy is what is under test, and a sleeping model keeps the
+result independent of how busy the shared CPU is. Each review costs box_s × (its length / the median
+sample's length), clipped to [0.44, 2.8] × box_s: the spread of the twin's costs over the sample reviews
+on one core (0.34–2.19 s around a 0.78 s median, docs/batching.md) at the box's 1 s per median review.
+The twin itself, on the box: `python -m app.bench.overload --only limited-2x-retry,...` (CPU lock).
+`python -m app.bench.holds` writes docs/bench/held-seats.json and .md.
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from asgi_lifespan import LifespanManager
+
+from app.bench.load import LoadConfig, run_load, summarize
+from app.main import create_app
+from app.model import Ranking, TopicScore
+from app.settings import PROJECT_ROOT, Settings
+
+OUT = PROJECT_ROOT / "docs" / "bench" / "held-seats"
+BOX_S = 1.0
+SPREAD = (0.44, 2.8)
+
+
+class SleepingScorer:
+    """A model that takes each review's modelled cost in wall time and no CPU."""
+
+    def __init__(self, median_chars: int) -> None:
+        self._median = median_chars
+
+    def cost_s(self, text: str) -> float:
+        body = text.split(" #", 1)[0]  # load.py tags each text with a nonce; the review is before it
+        low, high = SPREAD
+        return BOX_S * min(high, max(low, len(body) / self._median))
+
+    def score(self, texts: Sequence[str]) -> list[Ranking]:
+        time.sleep(sum(self.cost_s(t) for t in texts))
+        return [[TopicScore(id="replay", label="replay", score=1.0)] for _ in texts]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    what: str
+    grace_s: float  # 0 = no held seats (as before 2026-12-01)
+    capacity_x: float = 0.0
+    burst: int = 0
+    every_s: float = 20.0
+    duration_s: float = 60.0
+
+
+SCENARIOS = (
+    Scenario("2x-holds", "2x capacity for 60 s, open loop, held seats (grace 3 s)", 3.0, capacity_x=2),
+    Scenario("2x-noholds", "the same without held seats", 0.0, capacity_x=2),
+    Scenario("burst12-holds", "bursts of 12 every 20 s for 100 s, held seats", 3.0, burst=12, duration_s=100),
+    Scenario("burst12-noholds", "the same without held seats", 0.0, burst=12, duration_s=100),
+)
+
+
+async def run(scenario: Scenario, scorer: SleepingScorer, mean_s: float) -> dict[str, Any]:
+    settings = Settings(warmup=False, job_store="memory://", limited_hold_grace_s=scenario.grace_s, knobs_file=None)
+    app = create_app(settings, scorer)
+    rate = scenario.capacity_x / mean_s if scenario.capacity_x else 0.0
+    config = LoadConfig(
+        url="http://lab",
+        path="limited",
+        mode="open",
+        rate=rate,
+        burst=scenario.burst,
+        every_s=scenario.every_s,
+        duration_s=scenario.duration_s,
+        drain_s=90.0,
+        retry_once=True,
+        seed=7,  # the same reviews in the same order for every scenario
+    )
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        result = await run_load(config, transport=transport)
+    summary = summarize(result)
+    return {"scenario": asdict(scenario), "rate_per_s": round(rate, 3), "started": result.started, "summary": summary}
+
+
+def report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Measured {meta['date']} on {meta['host']}; {meta['model']}.",
+        "",
+        "| scenario | sent | walk-ins refused | returners | seated on first return | hold results |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        back = row["summary"].get("comeback", {})
+        refused = back.get("walk_ins_refused")
+        walk_ins = "–" if refused is None else f"{refused * 100:.0f} % of {back['walk_ins']}"
+        seated = f"{back.get('got_a_seat', 0) * 100:.0f} %"
+        holds = back.get("hold_results") or "–"
+        lines.append(
+            f"| {row['scenario']['what']} | {row['summary']['sent']} | {walk_ins} | "
+            f"{back.get('retries', 0)} | {seated} | {holds} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def main_async(only: list[str]) -> None:
+    samples = json.loads(Settings().samples_file.read_text(encoding="utf-8"))
+    lengths = sorted(len(str(s["text"])) for s in samples)
+    scorer = SleepingScorer(lengths[len(lengths) // 2])
+    mean_s = statistics.fmean(scorer.cost_s(str(s["text"])) for s in samples)
+    rows = []
+    for scenario in SCENARIOS:
+        if only and scenario.name not in only:
+            continue
+        print(f"== {scenario.name}: {scenario.what}", flush=True)
+        rows.append(await run(scenario, scorer, mean_s))
+        print(json.dumps(rows[-1]["summary"].get("comeback"), ensure_ascii=False), flush=True)
+    meta = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "host": "the 2-core build host (the model sleeps, so the shared CPU's load does not enter)",
+        "model": f"a sleeping model, {BOX_S:g} s per median sample review, mean {mean_s:.2f} s over the samples",
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
+    OUT.with_suffix(".md").write_text(report(rows, meta), encoding="utf-8")
+    print(report(rows, meta))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    args = parser.parse_args()
+    asyncio.run(main_async([n for n in args.only.split(",") if n]))
+
+
+if __name__ == "__main__":
+    main()

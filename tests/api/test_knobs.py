@@ -1,0 +1,130 @@
+"""Instructor knobs: students read them, only the token turns them; a turn applies at once and outlives a restart."""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from app.main import create_app
+from app.settings import Settings
+from tests.fakes import GatedScorer
+
+Opened = tuple[httpx.AsyncClient, FastAPI]
+Opener = Callable[..., AbstractAsyncContextManager[Opened]]
+
+
+@pytest.fixture
+def open_lab_app(tmp_path: Path) -> Opener:
+    """`async with open_lab_app(scorer) as (client, app)`: the app too, for its instructor token."""
+
+    @asynccontextmanager
+    async def opened(scorer: GatedScorer, **overrides: Any) -> AsyncIterator[Opened]:
+        settings = Settings(
+            warmup=False, job_store=f"sqlite:///{tmp_path / 'jobs.db'}", knobs_file=tmp_path / "knobs.json", **overrides
+        )
+        app = create_app(settings, scorer)
+        async with LifespanManager(app) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://lab", timeout=30) as client:
+                yield client, app
+
+    return opened
+
+
+def as_instructor(app: FastAPI) -> dict[str, str]:
+    return {"Authorization": f"Bearer {app.state.lab.knobs.token}"}
+
+
+def value(body: dict[str, Any], setting: str) -> float:
+    return float(next(k["value"] for k in body["knobs"] if k["setting"] == setting))
+
+
+async def test_turning_a_knob_without_the_token_is_refused_in_the_one_shape(open_lab_app: Opener) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        token = app.state.lab.knobs.token
+        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": token}, {"X-Token": token}):
+            refused = await client.put("/api/knobs/limited_seats", json={"value": 8}, headers=headers)
+            assert refused.status_code == 403, headers
+            assert refused.json()["error"] == "instructor_only" and set(refused.json()) == {"error", "detail"}
+        after = (await client.get("/api/knobs")).json()
+    assert value(after, "limited_seats") == 4 and after["version"] == 0
+
+
+async def test_eight_seats_admit_nine_of_twelve_at_once(open_lab_app: Opener) -> None:
+    scorer = GatedScorer()
+    async with open_lab_app(scorer) as (client, app):
+        turned = await client.put("/api/knobs/limited_seats", json={"value": 8}, headers=as_instructor(app))
+        assert turned.status_code == 200 and value(turned.json(), "limited_seats") == 8
+        tasks = [
+            asyncio.create_task(client.post("/api/limited/predict", json={"text": f"리뷰 {i}"})) for i in range(12)
+        ]
+        refused = []
+        for next_done in asyncio.as_completed(tasks):
+            refused.append(await next_done)
+            if len(refused) == 3:
+                break
+        assert [r.status_code for r in refused] == [429] * 3
+        scorer.release(9)
+        answers = await asyncio.gather(*tasks)
+        stats = (await client.get("/api/stats")).json()
+        spec = (await client.get("/api/openapi.json")).json()
+        page = (await client.get("/")).text
+        metrics = (await client.get("/metrics")).text
+    assert sorted(r.status_code for r in answers) == [200] * 9 + [429] * 3
+    assert stats["paths"]["limited"]["capacity"] == 9
+    assert stats["knobs"]["version"] == 1 and stats["knobs"]["last"]["setting"] == "limited_seats"
+    assert stats["knobs"]["values"]["limited_seats"] == 8
+    assert spec["paths"]["/api/limited/predict"]["post"]["summary"] == "② limited: 1 in flight + 8 seats"
+    assert "1개 + 대기석 8" in page and "대기석 4" not in page  # a page (re)loaded now quotes the live value
+    assert 'review_knob_changes_total{knob="limited_seats"} 1.0' in metrics
+    assert 'review_knob_value{knob="limited_seats"} 8.0' in metrics
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "why"),
+    [
+        ("limited_seats", 51, "between 0 and 50"),
+        ("limited_seats", 2.5, "whole number"),
+        ("batch_window_s", -0.1, "between 0 and 1"),
+        ("queue_max_jobs", 0, "between 1 and 1000"),
+        ("box_seconds_per_review", 2, "No knob"),
+        ("nope", 1, "No knob"),
+    ],
+)
+async def test_out_of_bounds_or_unknown_knobs_get_422(
+    open_lab_app: Opener, setting: str, value: float, why: str
+) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        refused = await client.put(f"/api/knobs/{setting}", json={"value": value}, headers=as_instructor(app))
+    assert refused.status_code == 422 and refused.json()["error"] == "invalid_knob"
+    assert why in refused.json()["detail"]
+
+
+async def test_a_restart_keeps_the_instructors_values(open_lab_app: Opener) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        for setting, new in (("limited_seats", 8), ("batch_max", 4), ("queue_max_jobs", 50), ("batch_window_s", 0.1)):
+            answer = await client.put(f"/api/knobs/{setting}", json={"value": new}, headers=as_instructor(app))
+            assert answer.status_code == 200, answer.text
+        first_token = app.state.lab.knobs.token
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        body = (await client.get("/api/knobs")).json()
+        stats = (await client.get("/api/stats")).json()
+        assert app.state.lab.knobs.token != first_token  # a new token each start: the old one turns nothing
+        assert (
+            await client.put(
+                "/api/knobs/batch_max", json={"value": 2}, headers={"Authorization": f"Bearer {first_token}"}
+            )
+        ).status_code == 403
+    assert [value(body, s) for s in ("limited_seats", "batch_max", "queue_max_jobs", "batch_window_s")] == [
+        8,
+        4,
+        50,
+        0.1,
+    ]
+    assert stats["paths"]["limited"]["capacity"] == 9

@@ -1,0 +1,77 @@
+"""Held seats' tokens on their own: one seat, once, within the grace window, from this box only."""
+
+from app.strategies.holds import HoldCheck, SeatHolds
+
+
+class Clock:
+    """A clock the test moves by hand, so expiry is tested without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def holds(clock: Clock, **kw: float) -> SeatHolds:
+    return SeatHolds(grace_s=kw.get("grace_s", 3.0), horizon_s=kw.get("horizon_s", 15.0), clock=clock)
+
+
+def test_a_live_token_claims_its_seat_once() -> None:
+    clock = Clock()
+    seats = holds(clock)
+    token = seats.issue(2)
+    assert token is not None and seats.live == 1
+    check, hold_id = seats.check(token)
+    assert check is HoldCheck.VALID
+    assert seats.claim(hold_id)
+    assert seats.live == 0
+    assert seats.check(token)[0] is HoldCheck.USED
+    assert not seats.claim(hold_id)
+    assert seats.snapshot().results == {"seated": 1, "forged": 0, "expired": 0, "used": 1}
+
+
+def test_forged_tokens_are_told_apart_from_live_ones() -> None:
+    clock = Clock()
+    seats = holds(clock)
+    token = seats.issue(2)
+    assert token is not None
+    hold_id, _, mac = token.partition(".")
+    other_box = holds(clock).issue(2)
+    assert other_box is not None
+    flipped = mac[:-1] + ("A" if mac[-1] != "A" else "B")
+    for forged in (f"{hold_id}.{flipped}", hold_id, "", "....", other_box, token + "x" * 100, f"{hold_id}.{mac}.x"):
+        assert seats.check(forged)[0] is HoldCheck.FORGED, forged
+    assert seats.live == 1  # the real hold is untouched
+    assert seats.check(token)[0] is HoldCheck.VALID
+
+
+def test_a_hold_expires_after_its_grace_window_and_counts_a_no_show() -> None:
+    clock = Clock()
+    seats = holds(clock, grace_s=3.0)
+    token = seats.issue(2)
+    assert token is not None
+    clock.now += 2 + 3 - 0.01
+    assert seats.check(token)[0] is HoldCheck.VALID
+    assert 0 < seats.expires_in(seats.check(token)[1]) <= 0.01 + 1e-9
+    clock.now += 0.02
+    assert seats.live == 0
+    assert seats.check(token)[0] is HoldCheck.EXPIRED
+    assert seats.snapshot().no_shows == 1
+
+
+def test_no_hold_past_the_horizon_or_when_off() -> None:
+    clock = Clock()
+    assert holds(clock, horizon_s=10.0).issue(11) is None
+    assert holds(clock, horizon_s=10.0).issue(10) is not None
+    assert holds(clock, grace_s=0.0).issue(1) is None
+
+
+def test_a_dropped_hold_frees_its_seat() -> None:
+    clock = Clock()
+    seats = holds(clock)
+    token = seats.issue(1)
+    assert token is not None
+    seats.drop(seats.check(token)[1])
+    assert seats.live == 0
+    assert seats.check(token)[0] is HoldCheck.GONE

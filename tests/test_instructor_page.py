@@ -1,0 +1,84 @@
+"""The instructor turns ②'s seats from 4 to 8 on the instructor page; an open student page follows and
+announces it, and a burst of 12 then gets 9 answers and 3 refusals. Real Chromium, a real server."""
+
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser
+
+from app.bench.live import ROOT, LiveServer, live_server, slowed
+from tests.browser import browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+__all__ = ["browser"]
+
+GUARD_MS = 30_000  # failure guards, never delays
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    # 0.5 s a review: burst.py's twelve threads all arrive during the first inference even on a busy machine;
+    # a minute's wait allowed, so the ninth seated is answered, not timed out, when the CPU is shared.
+    with live_server(**slowed(0.5), LAB_LIMITED_MAX_WAIT_S="60") as running:
+        yield running
+
+
+def printed_token(server: LiveServer) -> str:
+    found = re.search(r"/instructor\?token=(\S+)", server.log())
+    assert found, "the box prints the instructor page's address at start-up"
+    return found.group(1)
+
+
+def test_without_the_token_the_instructor_page_is_403_in_the_one_shape(server: LiveServer) -> None:
+    for query in ("", "?token=guess"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{server.url}/instructor{query}", timeout=10)
+        assert refused.value.code == 403
+        body = json.loads(refused.value.read())
+        assert body["error"] == "instructor_only" and set(body) == {"error", "detail"}
+
+
+def test_eight_seats_reach_an_open_student_page_and_a_burst_of_twelve(browser: Browser, server: LiveServer) -> None:
+    student = browser.new_context(locale="ko-KR").new_page()
+    errors: list[str] = []
+    student.on("pageerror", lambda exc: errors.append(str(exc)))
+    student.goto(f"{server.url}/")
+    student.wait_for_function("document.getElementById('box-panel').dataset.channel === 'websocket'")
+    assert student.inner_text("label:has(input[value=limited]) small") == "1개 + 대기석 4"
+
+    teacher = browser.new_context(locale="ko-KR").new_page()
+    teacher.on("pageerror", lambda exc: errors.append(str(exc)))
+    teacher.goto(f"{server.url}/instructor?token={printed_token(server)}")
+    row = teacher.locator("#knobs tr[data-setting=limited_seats]")
+    row.locator("input").fill("8")
+    row.locator("button").click()
+    teacher.wait_for_selector("#knob-result[data-status='200']", timeout=GUARD_MS)
+    assert row.locator(".now").inner_text() == "8"
+
+    student.wait_for_function(
+        "[...document.querySelectorAll('[data-limit=seats]')].every((n) => n.textContent === '8')", timeout=GUARD_MS
+    )
+    news = student.locator("#knob-news")
+    assert news.is_visible() and "② 대기석 4 → 8" in news.inner_text()
+    student.wait_for_function("document.getElementById('box-seats').textContent.includes('/ 9')", timeout=GUARD_MS)
+
+    burst = subprocess.run(
+        [sys.executable, str(ROOT / "static" / "burst.py"), server.url, "12", "limited"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert burst.returncode == 0, burst.stderr
+    assert re.search(r"② limited: 200×9 429×3 \|", burst.stdout), burst.stdout
+    metrics = urllib.request.urlopen(f"{server.url}/metrics", timeout=10).read().decode()
+    assert 'review_knob_changes_total{knob="limited_seats"} 1.0' in metrics
+    student.context.close()
+    teacher.context.close()
+    assert not errors, errors
