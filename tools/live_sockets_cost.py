@@ -21,6 +21,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from app.bench.cores import bench_core, keep_off
+from app.bench.measure import server_timing
 from app.bench.serverproc import ServerProcess
 from app.settings import TWIN_MODEL_DIR
 
@@ -28,11 +29,7 @@ SAMPLES = ["가격이 좀 비싸긴 한데 직원분이 친절했어요", "30분
 
 
 def infer_ms(response: httpx.Response) -> float:
-    for part in response.headers["Server-Timing"].split(","):
-        name, _, rest = part.strip().partition(";dur=")
-        if name == "infer":
-            return float(rest)
-    raise ValueError(response.headers["Server-Timing"])
+    return server_timing(response.headers.get("Server-Timing"))["infer"]
 
 
 async def lone_reviews(client: httpx.AsyncClient, n: int, tag: str) -> tuple[list[float], list[float]]:
