@@ -4,12 +4,13 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.box.calibrate import slow_to_target
+from app.box.speed import SpeedLoop
 from app.cache import CacheSnapshot, ResultCache
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
@@ -66,6 +67,7 @@ class Lab:
     worker: TicketWorker
     follower: TicketFollower
     store: JobStore
+    speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -73,6 +75,10 @@ class Lab:
         server's wait for open connections is only for answers already due (seated ②, batches)."""
         self.draining.set()
         self.worker.drain()
+
+    def speed_now(self) -> dict[str, Any] | None:
+        """The box's speed loop's one live value (None outside the box)."""
+        return None if self.speed is None else self.speed.snapshot()
 
     @property
     def healthy(self) -> bool:
@@ -104,7 +110,7 @@ def build_tickets(
     return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))
 
 
-def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
+def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any], SpeedLoop | None]:
     model_dir = settings.resolved_model_dir()
     model = RerankerModel(
         model_dir,
@@ -115,9 +121,12 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
     )
     manifest = dict(model.manifest)
     scorer: Scorer = model
+    speed: SpeedLoop | None = None
     if settings.box_slow and settings.box_seconds_per_review > 0:
-        quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
-        scorer, calibration = slow_to_target(model, warmup_text(settings), settings.box_seconds_per_review, quota_dir)
+        state = settings.box_state
+        quota_dir, speed_file = (state.cpu_quota_dir, state.speed_file) if state else (None, None)
+        target, text = settings.box_seconds_per_review, warmup_text(settings)
+        scorer, calibration, speed = slow_to_target(model, text, target, quota_dir, speed_file)
         manifest["box_calibration"] = calibration.as_dict()
     if manifest.get("weights") != "real":
         log.warning(
@@ -125,7 +134,17 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
             "See docs/model.md, 'Real weights'.",
             model_dir,
         )
-    return scorer, manifest
+    return scorer, manifest, speed
+
+
+def cost_relative_to(clock: ServiceClock, chars: int) -> Callable[[int], float]:
+    """How much cheaper than a review of `chars` characters another review is, by the lane's length fit."""
+
+    def ratio(other: int) -> float:
+        fit = clock.length.fit
+        return 1.0 if fit is None else fit.seconds(1, chars) / max(fit.seconds(1, other), 1e-9)
+
+    return ratio
 
 
 def samples_by_length(settings: Settings) -> list[str]:
@@ -170,8 +189,9 @@ async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard |
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
+    speed: SpeedLoop | None = None
     if scorer is None:
-        scorer, manifest = load_scorer(settings)
+        scorer, manifest, speed = load_scorer(settings)
     else:
         manifest = {"name": type(scorer).__name__, "weights": "fake"}
     store = await open_store(settings.job_store)
@@ -182,6 +202,9 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
+        if speed is not None:
+            speed.relative_cost = cost_relative_to(lane.clock, len(warmup_text(settings)))
+            speed.start()
         guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
@@ -205,8 +228,11 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             worker=tickets.worker,
             follower=tickets.follower,
             store=store,
+            speed=speed,
         )
     finally:
+        if speed is not None:
+            speed.stop()
         if tickets is not None:
             await tickets.worker.stop()
         lane.stop()

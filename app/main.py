@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -43,7 +44,12 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         return getattr(app.state, "lab", None)
 
     app.state.registry, app.state.collector = lab_registry(current_lab)
-    app.state.registry.register(BoxCollector(settings.box_state))
+
+    def current_speed() -> dict[str, Any] | None:
+        lab = current_lab()
+        return None if lab is None else lab.speed_now()
+
+    app.state.registry.register(BoxCollector(settings.box_state, current_speed))
     # The middleware counts every answer into the collector's tally: one registry per app.
     app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests)
     install_error_handlers(app)

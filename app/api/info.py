@@ -11,14 +11,16 @@ from app.api.deps import get_lab
 from app.box import report
 from app.box.state import BoxState
 from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
-from app.lab import LabSnapshot
+from app.lab import Lab, LabSnapshot
 from app.strategies.tickets import TicketsSnapshot
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
 
 
-def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None) -> dict[str, Any]:
+def stats_body(
+    snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None, speed: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
     lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
     return {
@@ -58,14 +60,19 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
         },
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": _process.memory_info().rss},
-        "box": report.stats(box),
+        "box": report.stats(box, speed),
     }
 
 
 @router.get("/api/stats", summary="Live state of the lane, the paths and the process")
 async def stats(request: Request) -> dict[str, Any]:
     lab = get_lab(request)
-    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
+    return await lab_stats(lab)
+
+
+async def lab_stats(lab: Lab) -> dict[str, Any]:
+    """What GET /api/stats and its WebSocket answer, from one set of snapshots."""
+    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state, lab.speed_now())
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")
@@ -83,7 +90,7 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
-        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration")),
+        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration"), lab.speed_now()),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,
     }

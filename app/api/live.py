@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 async def stats_body(lab: Lab) -> dict[str, Any]:
     """Exactly what GET /api/stats answers, from the same snapshots."""
-    return info.stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state)
+    return await info.lab_stats(lab)
 
 
 @router.get(

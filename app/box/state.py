@@ -25,3 +25,5 @@ class BoxState(BaseModel):
     memory_mode: str = "not enforced"
     # The server's own cpu cgroup folder, where calibration writes the CPU quota; None: burn CPU instead.
     cpu_quota_dir: str | None = None
+    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/box/speed.py).
+    speed_file: str | None = None

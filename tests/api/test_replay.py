@@ -47,6 +47,8 @@ METRICS_ADDED = {
 STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "naive"), ("store", "problem")}
 # Issue 9: /api/stats gains the box's section (incarnation, uptime, deaths).
 STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths", "memory_deaths", "last_death")}
+# Issue 19: the box's speed loop (None outside the box).
+STATS_ADDED |= {("box", "speed")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
 OPENAPI_ADDED = {"GET /api/stats/live"}
 # Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
