@@ -105,6 +105,7 @@ def build_tickets(
     """The one place Settings become the ticket roles' small configs."""
     service_cfg, worker_cfg, follow_cfg = ticket_configs(settings)
     signals, local = Signals(store, follow_cfg.poll_s), LocalRun()
+    lane.room.on_change(signals.watch.notify)  # ② and ③ move tickets' ETAs: followers look again
     service = TicketService(store, lane.room, pipeline, service_cfg, signals, local)
     worker = TicketWorker(store, lane, pipeline, worker_cfg, signals, local, webhooks)
     return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))

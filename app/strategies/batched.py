@@ -57,6 +57,7 @@ class MicroBatcher:
         self._sizes = Tally(BATCH_SIZE_BUCKETS)
         self._refused = {"queue_too_long": 0}
         lane.on_free(self._lane_freed_threadsafe)
+        lane.room.share("batched", self.held_s)
 
     @property
     def gathering(self) -> int:
@@ -67,6 +68,11 @@ class MicroBatcher:
     def waiting(self) -> int:
         """Still gathering, or handed to the lane and queued behind other work there."""
         return self.gathering + self.on_lane - self.in_flight
+
+    def held_s(self) -> list[float]:
+        """Seconds each batch held here will take on the lane, the full ones first (they go first)."""
+        batches = [*self._full, self._open] if self._open else list(self._full)
+        return [self._lane.clock.estimate_s(len(b), sum(len(w.text) for w in b)) for b in batches]
 
     def predicted_wait_s(self) -> float:
         """The lane's backlog plus what is held here, at the measured seconds per review."""
@@ -232,4 +238,5 @@ class MicroBatcher:
         loop.call_soon_threadsafe(callback)
 
     def _publish(self) -> None:
-        """Gauges are read at scrape time (snapshot); kept as the hook where state changes."""
+        """Gauges are read at scrape time (snapshot); the hook where state changes: tickets' ETAs count it."""
+        self._lane.room.changed()

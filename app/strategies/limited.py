@@ -38,6 +38,8 @@ class SeatGate:
         self._admitted = 0
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
+        self._seated_chars: list[int] = []  # of the requests seated, not yet on the lane, in arrival order
+        lane.room.share("limited", self.held_s)
 
     @property
     def capacity(self) -> int:
@@ -54,6 +56,10 @@ class SeatGate:
     @property
     def waiting(self) -> int:
         return self._admitted - self._in_flight
+
+    def held_s(self) -> list[float]:
+        """Seconds each seated request will take on the lane, in the order the seats are served."""
+        return [self._lane.room.one(chars) for chars in self._seated_chars]
 
     def retry_after_s(self) -> float:
         return self._lane.room.after_reviews(self.waiting)
@@ -72,12 +78,17 @@ class SeatGate:
         arrived = time.monotonic()
         deadline = arrived + self._max_wait_s
         self._admitted += 1
+        self._seated_chars.append(len(text))
+        self._lane.room.changed()
         try:
             try:
                 async with asyncio.timeout(self._max_wait_s):
                     await self._slot.acquire()
             except TimeoutError:
                 raise self._waited_too_long() from None
+            finally:
+                self._seated_chars.remove(len(text))
+                self._lane.room.changed()
             self._in_flight += 1
             try:
                 result = await self._lane.run([text], deadline=deadline)
