@@ -28,7 +28,7 @@ from app.lab import samples_by_length
 from app.settings import Settings
 
 HOG = "while True: pass"
-LOW, HIGH = 0.9, 1.1
+BAND = 0.1  # the rolling median must stay within ±10 % of the target
 SETTLE_S = 60.0
 
 
@@ -59,8 +59,9 @@ def rolling_median(values: list[float], n: int = 5) -> list[float]:
     return [statistics.median(values[max(0, i - n + 1) : i + 1]) for i in range(len(values))]
 
 
-def judge(trace: list[dict[str, Any]], changed_at: float) -> dict[str, Any]:
-    """From SETTLE_S after the change: does the rolling median of five reviews stay in [LOW, HIGH]?"""
+def judge(trace: list[dict[str, Any]], changed_at: float, target_s: float) -> dict[str, Any]:
+    """From SETTLE_S after the change: does the rolling median of five reviews stay within ±BAND of the target?"""
+    low, high = target_s * (1 - BAND), target_s * (1 + BAND)
     reviews = [r for r in trace if r.get("infer_s") is not None]
     rolled = rolling_median([r["infer_s"] for r in reviews])
     late = [m for r, m in zip(reviews, rolled, strict=True) if r["t"] >= changed_at + SETTLE_S]
@@ -68,7 +69,7 @@ def judge(trace: list[dict[str, Any]], changed_at: float) -> dict[str, Any]:
         (
             r["t"] - changed_at
             for r, m in zip(reviews, rolled, strict=True)
-            if r["t"] >= changed_at and LOW <= m <= HIGH
+            if r["t"] >= changed_at and low <= m <= high
         ),
         None,
     )
@@ -76,7 +77,8 @@ def judge(trace: list[dict[str, Any]], changed_at: float) -> dict[str, Any]:
         "settled_reviews": len(late),
         "settled_min": min(late, default=None),
         "settled_max": max(late, default=None),
-        "in_band": bool(late) and all(LOW <= m <= HIGH for m in late),
+        "band_s": [round(low, 3), round(high, 3)],
+        "in_band": bool(late) and all(low <= m <= high for m in late),
         "first_in_band_after_change_s": None if first_in is None else round(first_in, 1),
     }
 
@@ -86,6 +88,9 @@ def main() -> None:
     parser.add_argument("--scenario", choices=["hog-then-quiet", "quiet-then-hog"], required=True)
     parser.add_argument("--phase", type=float, default=40.0, help="seconds of reviews before the change")
     parser.add_argument("--after", type=float, default=100.0, help="seconds of reviews after the change")
+    parser.add_argument(
+        "--target", type=float, default=1.0, help="seconds per median review (LAB_BOX_SECONDS_PER_REVIEW)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     settings = Settings()
@@ -93,6 +98,7 @@ def main() -> None:
     core = max(os.sched_getaffinity(0))  # the box takes the last core (app/box/placement.py)
     meta = {
         "scenario": args.scenario,
+        "target_s": args.target,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": host_line(),
         "load_before": load(),
@@ -102,7 +108,12 @@ def main() -> None:
     hog = start_hog(core) if args.scenario == "hog-then-quiet" else None
     trace: list[dict[str, Any]] = []
     try:
-        with ServerProcess(settings.resolved_model_dir(), box=True, LAB_JOB_STORE="memory://") as server:
+        with ServerProcess(
+            settings.resolved_model_dir(),
+            box=True,
+            LAB_JOB_STORE="memory://",
+            LAB_BOX_SECONDS_PER_REVIEW=str(args.target),
+        ) as server:
             t0 = time.monotonic()
             meta["box_start"] = httpx.get(f"{server.url}/api/model", timeout=10).json()["box"]
             changed_at = None
@@ -135,7 +146,7 @@ def main() -> None:
             hog.kill()
             hog.wait()
     meta["load_after"] = load()
-    verdict = judge(trace, changed_at or 0.0)
+    verdict = judge(trace, changed_at or 0.0, args.target)
     lines = [json.dumps(meta), *(json.dumps(r, ensure_ascii=False) for r in trace), json.dumps({"verdict": verdict})]
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
