@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import get_lab
 from app.box import report
+from app.box.memory import memory_now
 from app.box.state import BoxState
 from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
 from app.lab import Lab, LabSnapshot
@@ -23,6 +24,7 @@ def stats_body(
 ) -> dict[str, Any]:
     """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
     lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
+    rss = _process.memory_info().rss
     return {
         "lane": {
             "busy": lane.busy,
@@ -59,7 +61,9 @@ def stats_body(
             "tickets": tickets.rejections,
         },
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
-        "process": {"rss_bytes": _process.memory_info().rss},
+        "process": {"rss_bytes": rss},
+        # Outside the box nothing caps the server: RSS, no percentage.
+        "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss),
         "box": report.stats(box, speed),
     }
 

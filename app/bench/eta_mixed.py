@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,21 +60,23 @@ async def one_run(url: str, texts: list[str], tag: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         tickets: dict[str, dict[str, Any]] = {}
 
-        async def ticket(text: str) -> None:
+        async def ticket(text: str) -> int | None:
             sent = time.perf_counter() - t0
             r = await client.post("/api/queue/jobs", json={"text": text})
             if r.status_code == 202:
                 body = r.json()
                 first = {"at": round(sent, 3), "eta_s": body["eta_seconds"], "status": "queued"}
                 tickets[body["job_id"]] = {"promises": [first], "final": None, "done_at": None}
+                return None
+            return r.status_code
 
-        async def other(path: str, text: str) -> int:
+        async def other(path: str, text: str) -> int | None:
             return (await client.post(PATHS[path], json={"text": text})).status_code
 
-        fired = [ticket(f"{t} {tag}④{i}") for i, t in enumerate(texts)]
+        fired: list[Coroutine[Any, Any, int | None]] = [ticket(f"{t} {tag}④{i}") for i, t in enumerate(texts)]
         fired += [other(p, f"{t} {tag}{p[0]}{i}") for p in PATHS for i, t in enumerate(texts)]
         results = await asyncio.gather(*fired)
-        statuses = [r for r in results if r is not None]
+        statuses: list[int] = [r for r in results if r is not None]
         await follow(client, list(tickets), t0, tickets)
     done = {i: t for i, t in tickets.items() if t["final"] == "done"}
     first_kept = sum(kept(t["promises"][0], t["done_at"]) for t in done.values())

@@ -85,6 +85,7 @@ class Supervisor:
             memory_cap_bytes=max(self.settings.memory_cap_bytes, 0),
             memory_mode=self.placement.memory_mode,
             cpu_quota_dir=self.placement.quota_dir,
+            memory_dir=self.placement.memory_dir,
             speed_file=None if self.state_dir is None else os.path.join(self.state_dir, "speed.json"),
         )
 

@@ -49,6 +49,8 @@ STATS_ADDED = {("lane", "busy_s"), ("rejections", "batched"), ("rejections", "na
 STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths", "memory_deaths", "last_death")}
 # Issue 19: the box's speed loop (None outside the box).
 STATS_ADDED |= {("box", "speed")}
+# Issue 19: the memory the kernel counts against the cap (the cgroup's, else RSS), in MiB and % of the cap.
+STATS_ADDED |= {("memory", k) for k in ("bytes", "source", "cap_bytes", "pct_of_cap")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
 OPENAPI_ADDED = {"GET /api/stats/live"}
 # Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
