@@ -83,10 +83,21 @@ class LabError(Exception):
 
     kind = INTERNAL
 
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after_s: float | None = None,
+        *,
+        reason: str | None = None,
+        waited_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after_s = retry_after_s
+        # A refusal's own reason, as /api/stats and the metrics count it (box_full from ② is seats_full,
+        # from ③ queue_too_long), and how long the request waited before it (Server-Timing `wait`).
+        self.reason = reason
+        self.waited_s = waited_s
 
     @property
     def status(self) -> int:

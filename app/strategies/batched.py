@@ -96,6 +96,8 @@ class MicroBatcher:
                 f"Batches already queued would make you wait about {predicted:.0f} s "
                 f"(limit {self._max_wait_s:g} s). Try again later.",
                 predicted - self._max_wait_s + self._lane.room.per_review_s,
+                reason="queue_too_long",
+                waited_s=0.0,
             )
         loop = self._loop = asyncio.get_running_loop()
         waiter = Waiter(text, loop.create_future())

@@ -74,6 +74,8 @@ class SeatGate:
             raise BoxFull(
                 f"The box is full: 1 in flight and {self._seats} seats taken. Try again later.",
                 self.retry_after_s(),
+                reason="seats_full",
+                waited_s=0.0,
             )
         arrived = time.monotonic()
         deadline = arrived + self._max_wait_s
@@ -85,7 +87,7 @@ class SeatGate:
                 async with asyncio.timeout(self._max_wait_s):
                     await self._slot.acquire()
             except TimeoutError:
-                raise self._waited_too_long() from None
+                raise self._waited_too_long(arrived) from None
             finally:
                 self._seated_chars.remove(len(text))
                 self._lane.room.changed()
@@ -93,7 +95,7 @@ class SeatGate:
             try:
                 result = await self._lane.run([text], deadline=deadline)
             except DeadlinePassed:
-                raise self._waited_too_long() from None
+                raise self._waited_too_long(arrived) from None
             except Exception as exc:
                 raise InferenceFailed(f"Inference failed: {exc}") from exc
             finally:
@@ -103,9 +105,11 @@ class SeatGate:
             self._admitted -= 1
         return Outcome(result.rankings[0], result.started_at - arrived, result.infer_s)
 
-    def _waited_too_long(self) -> WaitedTooLong:
+    def _waited_too_long(self, arrived: float) -> WaitedTooLong:
         self._refused["waited_too_long"] += 1
         return WaitedTooLong(
             f"Waited more than {self._max_wait_s:g} s for the model; the box is overloaded.",
             self.retry_after_s(),
+            reason="waited_too_long",
+            waited_s=time.monotonic() - arrived,
         )
