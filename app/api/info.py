@@ -36,6 +36,12 @@ def stats_body(
             "service_s_per_review": round(lane.per_review_s, 4),
             "busy_s": round(lane.busy_s, 3),
         },
+        # The box's one CPU: the lane's inference (②③④) and every ① inference beside it.
+        "cpu": {
+            "inferences": int(lane.busy) + snap.naive.in_flight,
+            "lane": int(lane.busy),
+            "naive": snap.naive.in_flight,
+        },
         "paths": {
             "naive": {"in_flight": snap.naive.in_flight, "waiting": 0},
             "limited": {

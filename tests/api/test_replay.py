@@ -51,6 +51,8 @@ STATS_ADDED |= {("box", k) for k in ("boxed", "incarnation", "uptime_s", "deaths
 STATS_ADDED |= {("box", "speed")}
 # Issue 19: the memory the kernel counts against the cap (the cgroup's, else RSS), in MiB and % of the cap.
 STATS_ADDED |= {("memory", k) for k in ("bytes", "source", "cap_bytes", "pct_of_cap")}
+# Issue 19: what the box's one CPU runs (the lane's inference and every ① beside it).
+STATS_ADDED |= {("cpu", k) for k in ("inferences", "lane", "naive")}
 # Issue 12: the live stats socket's address, documented with the 426 a plain GET gets.
 OPENAPI_ADDED = {"GET /api/stats/live"}
 # Issue 10: a done ticket's result is {"topics": [...]}, as the handout shows, not the bare list.
