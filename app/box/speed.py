@@ -4,7 +4,7 @@ One number says how slow the box is: `fraction`, the share of one core it may us
 cgroup it is the CPU quota (quota = fraction x period); without one the box burns
 `1/fraction - 1` CPU seconds per CPU second an inference used. Either way a review alone takes
 about its host cost divided by `fraction`, so when reviews measure `r` times the target the
-next fraction is `fraction x r` (bounded, in steps of at most x2). Start-up calibration is only
+next fraction is `fraction x r^0.5` (half the error per step, against the host's noise; bounded). Start-up calibration is only
 the first guess; the loop keeps measuring the reviews that really run (app/box/meter.py) and,
 when nothing ran for a while, times one median review itself so an idle box is ready.
 """
@@ -22,10 +22,13 @@ from app.box.meter import ReviewMeter, Sample, median_solo_s
 
 log = logging.getLogger(__name__)
 
-DEADBAND = 0.03  # within ±3 % of the target: leave it (the samples' own noise is about that)
+DEADBAND = 0.03  # within ±3 % of the target: leave it
 MAX_STEP = 2.0
-MIN_SAMPLES = 3  # since the last change, before judging it
-RECENT = 5  # judge on the latest few: a host that changed shows within three reviews
+# Half the measured error per step: one review on a shared host varies by ±20 % at a fixed setting
+# (docs/bench/box-speed-*.jsonl), and a full correction chased that noise.
+GAIN = 0.5
+MIN_SAMPLES = 5  # since the last change, before judging it
+RECENT = 7  # judge on the latest few since the change
 PATIENCE_S = 15.0  # ...or one sample, once this long has passed since the change
 
 
@@ -57,7 +60,7 @@ def next_fraction(fraction: float, measured_s: float, target_s: float, low: floa
     ratio = measured_s / target_s
     if abs(ratio - 1.0) <= DEADBAND:
         return fraction
-    ratio = min(max(ratio, 1 / MAX_STEP), MAX_STEP)
+    ratio = min(max(ratio**GAIN, 1 / MAX_STEP), MAX_STEP)
     return min(max(fraction * ratio, low), high)
 
 

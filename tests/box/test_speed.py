@@ -61,7 +61,7 @@ def test_a_box_started_beside_a_hog_slows_itself_to_the_target_within_a_minute_o
     host.available = 1.0  # the hog stops
     stopped = host.now
     seen = serve_reviews(loop, meter, host, 60)
-    settled = [s for end, s in seen if end - stopped >= 10]
+    settled = [s for end, s in seen if end - stopped >= 30]
     assert all(0.9 <= s <= 1.1 for s in settled)
     assert 0.9 <= loop.snapshot()["achieved_s"] <= 1.1 and loop.snapshot()["at_bound"] is None
     assert host.fraction == pytest.approx(0.64, rel=0.05)
@@ -74,7 +74,7 @@ def test_a_quiet_box_holds_the_target_when_the_host_gets_slower_and_says_when_it
     host.cpu_s = 0.8  # the same review now costs the host more CPU (a busy neighbour, a throttled VM)
     changed = host.now
     seen = serve_reviews(loop, meter, host, 60)
-    assert all(0.9 <= s <= 1.1 for end, s in seen if end - changed >= 10)
+    assert all(0.9 <= s <= 1.1 for end, s in seen if end - changed >= 30)
     host.cpu_s = 1.5  # slower than the box even with a whole core
     serve_reviews(loop, meter, host, 30)
     snap = loop.snapshot()
@@ -83,8 +83,9 @@ def test_a_quiet_box_holds_the_target_when_the_host_gets_slower_and_says_when_it
 
 def test_the_fraction_moves_by_the_measured_ratio_in_bounded_steps_and_not_inside_the_dead_band() -> None:
     assert next_fraction(0.5, 1.02, 1.0, 0.01) == 0.5
-    assert next_fraction(0.5, 1.2, 1.0, 0.01) == pytest.approx(0.6)
-    assert next_fraction(0.5, 10.0, 1.0, 0.01) == 1.0  # at most x2, and never above a core
+    assert next_fraction(0.5, 1.21, 1.0, 0.01) == pytest.approx(0.55)  # half the error (in ratio) per step
+    assert next_fraction(0.3, 10.0, 1.0, 0.01) == 0.6  # at most x2
+    assert next_fraction(0.8, 4.0, 1.0, 0.01) == 1.0  # never above a core
     assert next_fraction(0.02, 0.1, 1.0, 0.015) == 0.015  # never under the legal quota
 
 
