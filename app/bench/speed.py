@@ -73,7 +73,12 @@ def judge(trace: list[dict[str, Any]], changed_at: float, target_s: float) -> di
         ),
         None,
     )
+    # The box's own figure: the median of the last minute's reviews, as /api/model shows it.
+    minute = [r["speed"]["achieved_s"] for r in reviews if r["t"] >= changed_at + SETTLE_S]
     return {
+        "settled_minute_median_min": min(minute, default=None),
+        "settled_minute_median_max": max(minute, default=None),
+        "minute_median_in_band": bool(minute) and all(low <= m <= high for m in minute),
         "settled_reviews": len(late),
         "settled_min": min(late, default=None),
         "settled_max": max(late, default=None),
