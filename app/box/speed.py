@@ -4,13 +4,15 @@ One number says how slow the box is: `fraction`, the share of one core it may us
 cgroup it is the CPU quota (quota = fraction x period); without one the box burns
 `1/fraction - 1` CPU seconds per CPU second an inference used. Either way a review alone takes
 about its host cost divided by `fraction`, so when reviews measure `r` times the target the
-next fraction is `fraction x r^0.5` (half the error per step, against the host's noise; bounded). Start-up calibration is only
-the first guess; the loop keeps measuring the reviews that really run (app/box/meter.py) and,
-when nothing ran for a while, times one median review itself so an idle box is ready.
+next fraction is `fraction x r^0.5` (half the error per step, against the host's noise; bounded).
+Start-up calibration is only the first guess; the loop keeps measuring the reviews that really
+run (app/box/meter.py) and, when nothing ran for a while, times one median review itself so an
+idle box is ready.
 """
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -60,7 +62,7 @@ def next_fraction(fraction: float, measured_s: float, target_s: float, low: floa
     ratio = measured_s / target_s
     if abs(ratio - 1.0) <= DEADBAND:
         return fraction
-    ratio = min(max(ratio**GAIN, 1 / MAX_STEP), MAX_STEP)
+    ratio = min(max(math.pow(ratio, GAIN), 1 / MAX_STEP), MAX_STEP)
     return min(max(fraction * ratio, low), high)
 
 
