@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector
 
 from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
-from app.metrics import HELP, PATHS, REJECTION_REASONS, RequestTally
+from app.metrics import HELP, RequestTally
 from app.strategies.batch import BATCH_CLOSE_REASONS
 from app.strategies.tickets import TicketsSnapshot
 from app.tally import TallySnapshot
@@ -48,44 +48,34 @@ class LabCollector(Collector):
             self._tickets = await lab.tickets.snapshot()
 
     def collect(self) -> Iterable[Metric]:
-        requests = CounterMetricFamily("review_requests", HELP["review_requests"], labels=["path", "status"])
-        yield labelled(requests, sorted(self.requests.snapshot().items()))
         lab = self._lab()
-        if lab is not None:
-            yield from self.families(lab.snapshot(), self._tickets)
+        snap = lab.snapshot() if lab is not None else None
+        answered = self.requests.snapshot()
+        born = {(p.name, str(s)): 0 for p in snap.paths for s in p.statuses} if snap is not None else {}
+        requests = CounterMetricFamily("review_requests", HELP["review_requests"], labels=["path", "status"])
+        yield labelled(requests, sorted((born | answered).items()))
+        if snap is not None:
+            yield from self.families(snap, self._tickets)
 
     @staticmethod
     def families(snap: LabSnapshot, tickets: TicketsSnapshot) -> Iterable[Metric]:
-        jobs = tickets.jobs
-        in_flight = {
-            "naive": snap.naive.in_flight,
-            "limited": snap.limited.in_flight,
-            "batched": snap.batched.in_flight,
-            "tickets": jobs.get("running", 0),
-        }
-        waiting = {"naive": 0, "limited": snap.limited.waiting, "batched": snap.batched.waiting}
-        waiting["tickets"] = jobs.get("queued", 0)
+        names = [p.name for p in snap.paths]
+        loads = snap.loads
         yield labelled(
             GaugeMetricFamily("review_in_flight", HELP["review_in_flight"], labels=["path"]),
-            (((p,), in_flight[p]) for p in PATHS),
+            (((p,), loads[p].in_flight) for p in names),
         )
         yield labelled(
             GaugeMetricFamily("review_waiting", HELP["review_waiting"], labels=["path"]),
-            (((p,), waiting[p]) for p in PATHS),
+            (((p,), loads[p].waiting) for p in names),
         )
-        refused = {
-            "naive": snap.naive.rejections,
-            "limited": snap.limited.rejections,
-            "batched": snap.batched.rejections,
-            "tickets": tickets.rejections,
-        }
         yield labelled(
             CounterMetricFamily("review_rejections", HELP["review_rejections"], labels=["path", "reason"]),
-            (((p, r), refused[p].get(r, 0)) for p in PATHS for r in REJECTION_REASONS[p]),
+            (((p.name, r), loads[p.name].refusals.get(r, 0)) for p in snap.paths for r in p.refusals),
         )
         pipeline = snap.pipeline
-        yield histogram("review_wait_seconds", ["path"], {(p,): pipeline.wait[p] for p in PATHS})
-        yield histogram("review_inference_seconds", ["path"], {(p,): pipeline.inference[p] for p in PATHS})
+        yield histogram("review_wait_seconds", ["path"], {(p,): pipeline.wait(p) for p in names})
+        yield histogram("review_inference_seconds", ["path"], {(p,): pipeline.inference(p) for p in names})
         yield histogram("review_batch_size", [], {(): snap.batched.sizes})
         yield labelled(
             CounterMetricFamily("review_batches", HELP["review_batches"], labels=["reason"]),
@@ -93,11 +83,11 @@ class LabCollector(Collector):
         )
         yield labelled(
             GaugeMetricFamily("review_jobs", HELP["review_jobs"], labels=["status"]),
-            (((status,), count) for status, count in jobs.items()),
+            (((status,), count) for status, count in tickets.jobs.items()),
         )
         yield labelled(
             CounterMetricFamily("review_cache_hits", HELP["review_cache_hits"], labels=["path"]),
-            (((p,), snap.cache.hits_by_path.get(p, 0)) for p in PATHS),
+            (((p,), snap.cache.hits_by_path.get(p, 0)) for p in names),
         )
         lane = snap.lane
         yield GaugeMetricFamily("review_lane_busy", HELP["review_lane_busy"], value=1 if lane.busy else 0)
@@ -109,7 +99,7 @@ class LabCollector(Collector):
         )
         yield labelled(
             CounterMetricFamily("review_client_gone", HELP["review_client_gone"], labels=["path"]),
-            (((p,), pipeline.client_gone[p]) for p in PATHS),
+            (((p,), pipeline.client_gone(p)) for p in names),
         )
 
 

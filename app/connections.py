@@ -2,7 +2,7 @@
 
 uvicorn closes a connection only when it sits idle after an answer (`--timeout-keep-alive`, and
 any byte resets that timer): a socket that sends half a request line, or nothing, is kept
-forever, and 1,100 of them made /health fail under a 1,024 open-file limit (issue 13).
+forever, and 1,100 of them made /health fail under a 1,024 open-file limit.
 `--limit-concurrency` does not help: it counts those sockets too, and answers every real request
 503 once they reach it. So each connection here must deliver a whole request within
 `request_timeout_s` of connecting or of its previous answer, and at `max_connections` the oldest

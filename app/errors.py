@@ -1,7 +1,7 @@
 """The one table from error kinds to HTTP statuses and codes, and the lab's errors that name a kind.
 
 Every 4xx/5xx body the lab sends has one shape, `{"error": "<code>", "detail": "<sentence>"}`,
-built by `error_body` (app/failures.py turns framework errors into the same shape).
+built by `error_body` (app/error_handlers.py turns framework errors into the same shape).
 """
 
 import math

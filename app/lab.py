@@ -19,13 +19,15 @@ from app.lane import InferenceLane, LaneSnapshot, ServiceClock
 from app.memory_guard import MemoryGuard, measure_cost
 from app.model import RerankerModel, Scorer, load_topics
 from app.paths import Pipeline, PipelineSnapshot
+from app.registry import LabPath, Load, PathSpec
 from app.settings import Settings
 from app.strategies.batch import BatcherSnapshot
 from app.strategies.batched import MicroBatcher
-from app.strategies.limited import SeatGate, SeatsSnapshot
-from app.strategies.naive import NaiveRunner, NaiveSnapshot
-from app.strategies.ticket_config import LocalRun, Signals, ticket_configs
+from app.strategies.limited import SeatGate
+from app.strategies.naive import NaiveRunner
+from app.strategies.ticket_config import ticket_configs
 from app.strategies.ticket_follow import TicketFollower
+from app.strategies.ticket_state import LocalRun, Signals
 from app.strategies.ticket_worker import TicketWorker
 from app.strategies.tickets import TicketService
 
@@ -37,9 +39,9 @@ class LabSnapshot:
     """Every owner's state at one moment (the store's counts are read apart: they are async)."""
 
     lane: LaneSnapshot
-    naive: NaiveSnapshot
-    limited: SeatsSnapshot
-    batched: BatcherSnapshot
+    paths: tuple[PathSpec, ...]  # display order
+    loads: dict[str, Load]  # by path name
+    batched: BatcherSnapshot  # ③'s batch sizes and close reasons, for its own metrics
     cache: CacheSnapshot
     pipeline: PipelineSnapshot
 
@@ -67,6 +69,7 @@ class Lab:
     worker: TicketWorker
     follower: TicketFollower
     store: JobStore
+    paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
@@ -82,17 +85,29 @@ class Lab:
 
     @property
     def healthy(self) -> bool:
-        return self.lane.alive and self.worker.alive
+        return self.lane.alive and self.worker.alive and self.batcher.alive
+
+    @property
+    def routes(self) -> dict[str, str]:
+        """Submitting route → path name, for LabMiddleware's count of answers."""
+        return {p.spec.route: p.spec.name for p in self.paths}
 
     def snapshot(self) -> LabSnapshot:
         return LabSnapshot(
             lane=self.lane.snapshot(),
-            naive=self.naive.snapshot(),
-            limited=self.limited.snapshot(),
+            paths=tuple(p.spec for p in self.paths),
+            loads={p.spec.name: p.load() for p in self.paths},
             batched=self.batcher.snapshot(),
             cache=self.cache.snapshot(),
             pipeline=self.pipeline.snapshot(),
         )
+
+
+def lab_paths(
+    naive: NaiveRunner, limited: SeatGate, batched: MicroBatcher, tickets: TicketService
+) -> tuple[LabPath, ...]:
+    """The lab's paths in display order (app/registry.py's order; a test holds the two together)."""
+    return (naive, limited, batched, tickets)
 
 
 def build_tickets(
@@ -199,6 +214,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     lane = InferenceLane(scorer)
     lane.start()
     tickets: Tickets | None = None
+    batcher: MicroBatcher | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
@@ -211,27 +227,31 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
+        naive = NaiveRunner(scorer, guard)
+        limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s)
+        batcher = MicroBatcher(
+            lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
+        )
+        batcher.start()
         yield Lab(
             settings=settings,
             manifest=manifest,
             lane=lane,
             cache=cache,
             pipeline=pipeline,
-            naive=NaiveRunner(scorer, guard),
-            limited=SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s),
-            batcher=MicroBatcher(
-                lane,
-                window_s=settings.batch_window_s,
-                max_size=settings.batch_max,
-                max_wait_s=settings.batch_max_wait_s,
-            ),
+            naive=naive,
+            limited=limited,
+            batcher=batcher,
             tickets=tickets.service,
             worker=tickets.worker,
             follower=tickets.follower,
             store=store,
+            paths=lab_paths(naive, limited, batcher, tickets.service),
             speed=speed,
         )
-    finally:
+    finally:  # in reverse order of starting
+        if batcher is not None:
+            await batcher.stop()
         if speed is not None:
             speed.stop()
         if tickets is not None:

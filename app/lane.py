@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from app.cost import LengthCost
 from app.model import Ranking, Scorer
 from app.room import Room
+from app.turn import Turn
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class InferenceLane:
     def __init__(self, scorer: Scorer, clock: ServiceClock | None = None) -> None:
         self._scorer = scorer
         self.clock = clock or ServiceClock()
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job | Turn[LaneResult] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name="inference-lane", daemon=True)
         self._pending = 0
         self._pending_chars = 0
@@ -119,19 +120,6 @@ class InferenceLane:
         self.failed = 0
         self._busy_s = 0.0  # finished model calls only; snapshot() adds the running one
         self.room = Room(self.backlog_s, self.remaining_s, lambda: self.clock.per_review_s, self.clock.estimate_s)
-        self._free_listeners: list[Callable[[], None]] = []
-
-    def on_free(self, listener: Callable[[], None]) -> None:
-        """Call `listener` (on the lane thread) each time the lane is done with a job.
-
-        Whatever was handled, run, failed or skipped, the lane is about to take its next
-        job: a batcher that holds work back until the lane can take it hands it over here.
-        """
-        self._free_listeners.append(listener)
-
-    def _freed(self) -> None:
-        for listener in self._free_listeners:
-            listener()
 
     def start(self) -> None:
         self._thread.start()
@@ -199,44 +187,55 @@ class InferenceLane:
         """Infer on the lane; cancelling the awaiting task withdraws the job if not started."""
         return await asyncio.wrap_future(self.submit(texts, deadline, on_start))
 
+    def turn(self) -> Turn[LaneResult]:
+        """A place in the FIFO whose texts are chosen when the lane reaches it (③ forms its batch then)."""
+        turn: Turn[LaneResult] = Turn()
+        self._queue.put(turn)
+        return turn
+
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
+            if isinstance(job, Turn):
+                texts = job.reached_front()
+                if texts and job.result.set_running_or_notify_cancel():
+                    self._infer(_Job(texts, None, job.result, text_chars(texts)))
+                continue
             with self._lock:
                 self._pending -= len(job.texts)
                 self._pending_chars -= job.chars
             if not job.future.set_running_or_notify_cancel():
                 self.skipped_gone += 1
-                self._freed()
                 continue
-            started = time.monotonic()
-            if job.deadline is not None and started > job.deadline:
+            if job.deadline is not None and time.monotonic() > job.deadline:
                 self.skipped_deadline += 1
                 job.future.set_exception(DeadlinePassed())
-                self._freed()
                 continue
-            self.current_batch = len(job.texts)
-            self.current_chars = job.chars
+            self._infer(job)
+
+    def _infer(self, job: _Job) -> None:
+        started = time.monotonic()
+        self.current_batch = len(job.texts)
+        self.current_chars = job.chars
+        with self._lock:
+            self.busy_since = started
+        try:
+            if job.on_start is not None:
+                job.on_start()
+            rankings = self._scorer.score(job.texts)
+            if len(rankings) != len(job.texts):
+                raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
+        except Exception as exc:  # a bad job must never kill the lane
+            log.exception("inference failed")
+            self.failed += 1
+            job.future.set_exception(exc)
+        else:
+            finished = time.monotonic()
+            self.clock.observe(finished - started, len(job.texts), job.chars)
+            self.completed += 1
+            job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
+        finally:
             with self._lock:
-                self.busy_since = started
-            try:
-                if job.on_start is not None:
-                    job.on_start()
-                rankings = self._scorer.score(job.texts)
-                if len(rankings) != len(job.texts):
-                    raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
-            except Exception as exc:  # a bad job must never kill the lane
-                log.exception("inference failed")
-                self.failed += 1
-                job.future.set_exception(exc)
-            else:
-                finished = time.monotonic()
-                self.clock.observe(finished - started, len(job.texts), job.chars)
-                self.completed += 1
-                job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
-            finally:
-                with self._lock:
-                    self._busy_s += time.monotonic() - started
-                    self.busy_since = None
-                self.current_batch = 0
-                self.current_chars = 0
-            self._freed()
+                self._busy_s += time.monotonic() - started
+                self.busy_since = None
+            self.current_batch = 0
+            self.current_chars = 0

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from app.api import docs, info, live, page, predict, tickets
 from app.box.report import BoxCollector
 from app.collector import lab_registry
-from app.failures import SafeJSONResponse, install_error_handlers
+from app.error_handlers import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
 from app.middleware import LabMiddleware
 from app.model import Scorer
@@ -50,8 +50,15 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         return None if lab is None else lab.speed_now()
 
     app.state.registry.register(BoxCollector(settings.box_state, current_speed))
+
     # The middleware counts every answer into the collector's tally: one registry per app.
-    app.add_middleware(LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests)
+    def routes() -> dict[str, str]:
+        lab = current_lab()
+        return lab.routes if lab is not None else {}
+
+    app.add_middleware(
+        LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests, routes=routes
+    )
     install_error_handlers(app)
     app.include_router(predict.router)
     app.include_router(tickets.router)

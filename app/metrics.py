@@ -1,22 +1,22 @@
 """The catalogue of Prometheus metrics, all prefixed `review_`, in base units, with bounded labels only.
 
-Names, help texts and the label values every series is born with live here; the numbers do not.
+Names and help texts live here; the numbers do not.
 Each owner counts its own (app/collector.py reads them at scrape time); the one counter kept here
 is the middleware's count of answers, because the middleware is the only one that sees them all.
 
-Labels: `path` is one of naive|limited|batched|tickets; `reason` and `status` come from
-small fixed sets. Nothing per request or per client ever becomes a label.
+Labels: `path` is a registered path's name (app/registry.py, which also names the statuses and
+refusal reasons each path's series are born with, at 0: Prometheus' rate() cannot see the increments
+before a series' first scrape, so a lazily created 429 counter would hide the first burst);
+`reason` and `status` come from small fixed sets. Nothing per request or per client ever becomes a label.
 """
 
 import threading
-
-PATHS = ("naive", "limited", "batched", "tickets")
 
 HELP = {
     "review_requests": "Prediction requests answered, by path and HTTP status.",
     "review_in_flight": "Requests being inferred right now (처리 중), by path.",
     "review_waiting": "Requests or jobs admitted and waiting for the lane (대기), by path.",
-    "review_rejections": "Requests refused, by path and reason (seats_full, waited_too_long, job_queue_full).",
+    "review_rejections": "Requests refused, by path and reason (each path's reasons are in app/registry.py).",
     "review_wait_seconds": "Time from arrival to the start of inference, by path.",
     "review_inference_seconds": "Time one inference call took on the model, by path.",
     "review_batch_size": "Reviews per batch on the batched path.",
@@ -29,42 +29,13 @@ HELP = {
     "review_client_gone": "Requests withdrawn because their client disconnected while waiting, by path.",
 }
 
-# The answers each path is built to give, and the reasons it may refuse. Every such series
-# is exported at 0 from the start: Prometheus' rate() cannot see the increments that happened
-# before a series' first scrape, so a lazily created 429 counter would hide the first burst.
-EXPECTED_STATUSES = {
-    "naive": ("200",),
-    "limited": ("200", "429", "503"),
-    "batched": ("200",),
-    "tickets": ("202", "429"),
-}
-REJECTION_REASONS = {
-    "naive": ("memory_would_not_fit",),
-    "limited": ("seats_full", "waited_too_long"),
-    "batched": ("queue_too_long",),
-    "tickets": ("job_queue_full",),
-}
-# The batches' close reasons are BATCH_CLOSE_REASONS in app/strategies/batch.py, beside the
-# batcher that counts them: nothing in app/ but the collector and the middleware imports this module.
-LANE_SKIP_REASONS = ("gone", "deadline")
-
-# Only submissions count as prediction requests; polls of a ticket do not.
-PREDICTION_ROUTES = {
-    "/api/naive/predict": "naive",
-    "/api/limited/predict": "limited",
-    "/api/batched/predict": "batched",
-    "/api/queue/jobs": "tickets",
-}
-
 
 class RequestTally:
     """Answers per (path, status), counted by LabMiddleware; one per app, read by the collector."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: dict[tuple[str, str], int] = {
-            (path, status): 0 for path, statuses in EXPECTED_STATUSES.items() for status in statuses
-        }
+        self._counts: dict[tuple[str, str], int] = {}
 
     def count(self, path: str, status: int) -> None:
         key = (path, str(status))

@@ -3,12 +3,13 @@
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
-from app.metrics import PREDICTION_ROUTES, RequestTally
+from app.metrics import RequestTally
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +21,13 @@ class LabMiddleware:
     like any other answer and has the one error shape; it is re-raised for the server's log.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, requests: RequestTally) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, requests: RequestTally, routes: Callable[[], Mapping[str, str]]
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.requests = requests
+        self.routes = routes  # submitting route → path name, from the running lab's paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -31,7 +35,8 @@ class LabMiddleware:
             return
         # Measured before anything else so "wait" includes waiting for a server thread.
         scope.setdefault("state", {})["arrived_at"] = time.monotonic()
-        path = PREDICTION_ROUTES.get(scope["path"]) if scope["method"] == "POST" else None
+        # Only submissions count as prediction requests; polls of a ticket do not.
+        path = self.routes().get(scope["path"]) if scope["method"] == "POST" else None
         if path is not None:
             send = self._counting(send, path)
         declared = dict(scope["headers"]).get(b"content-length")

@@ -4,15 +4,14 @@
 ticket worker's inference) so a hit, a put and the timing histograms happen in one place.
 """
 
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.cache import ResultCache
 from app.model import Ranking
 from app.tally import INFERENCE_BUCKETS, WAIT_BUCKETS, Tally, TallySnapshot
-
-PATHS = ("naive", "limited", "batched", "tickets")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +24,7 @@ class Outcome:
     batch_size: int | None = None
 
 
-class Path(Protocol):
+class DirectPath(Protocol):
     """What `serve` needs from a path: its name, whether a client leaving can withdraw its work, `run`."""
 
     @property
@@ -39,19 +38,30 @@ class Path(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PipelineSnapshot:
-    wait: dict[str, TallySnapshot]
-    inference: dict[str, TallySnapshot]
-    client_gone: dict[str, int]
+    """Per path name; a path that has not been timed yet reads as empty (the collector still exports it)."""
+
+    waits: dict[str, TallySnapshot] = field(default_factory=dict)
+    inferences: dict[str, TallySnapshot] = field(default_factory=dict)
+    gone: dict[str, int] = field(default_factory=dict)
+
+    def wait(self, path: str) -> TallySnapshot:
+        return self.waits.get(path) or Tally(WAIT_BUCKETS).snapshot()
+
+    def inference(self, path: str) -> TallySnapshot:
+        return self.inferences.get(path) or Tally(INFERENCE_BUCKETS).snapshot()
+
+    def client_gone(self, path: str) -> int:
+        return self.gone.get(path, 0)
 
 
 class Pipeline:
-    """Owns the cache step and the per-path wait and inference histograms."""
+    """Owns the cache step and the per-path wait and inference histograms (made on a path's first use)."""
 
     def __init__(self, cache: ResultCache) -> None:
         self.cache = cache
-        self._wait = {path: Tally(WAIT_BUCKETS) for path in PATHS}
-        self._inference = {path: Tally(INFERENCE_BUCKETS) for path in PATHS}
-        self._gone = dict.fromkeys(PATHS, 0)
+        self._wait: defaultdict[str, Tally] = defaultdict(lambda: Tally(WAIT_BUCKETS))
+        self._inference: defaultdict[str, Tally] = defaultdict(lambda: Tally(INFERENCE_BUCKETS))
+        self._gone: defaultdict[str, int] = defaultdict(int)
 
     def cached(self, path: str, text: str) -> Ranking | None:
         return self.cache.get(text, path)
@@ -74,7 +84,7 @@ class Pipeline:
 
     def snapshot(self) -> PipelineSnapshot:
         return PipelineSnapshot(
-            wait={p: t.snapshot() for p, t in self._wait.items()},
-            inference={p: t.snapshot() for p, t in self._inference.items()},
-            client_gone=dict(self._gone),
+            waits={p: t.snapshot() for p, t in list(self._wait.items())},
+            inferences={p: t.snapshot() for p, t in list(self._inference.items())},
+            gone=dict(self._gone),
         )

@@ -30,7 +30,7 @@ class Room:
         self.remaining_s = remaining_s  # the running inference's remainder (0 if idle)
         self._per_review_s = per_review_s
         self._estimate_s = estimate_s
-        self._sharers: dict[str, Held] = {}
+        self._sharers: dict[str, tuple[Held, int]] = {}
         self._listeners: list[Callable[[], None]] = []
 
     def on_change(self, listener: Callable[[], None]) -> None:
@@ -42,17 +42,14 @@ class Room:
         for listener in self._listeners:
             listener()
 
-    def share(self, path: str, held: Held) -> None:
-        """A path that holds work back from the lane and hands it over a piece per turn (②, ③)."""
-        self._sharers[path] = held
+    def share(self, path: str, held: Held, in_fifo: int = 0) -> None:
+        """A path that holds work back from the lane and hands it over a piece per turn (②, ③); `in_fifo`
+        of its pieces already wait in the lane's FIFO without being in the backlog (③'s turn)."""
+        self._sharers[path] = (held, in_fifo)
 
     def others_s(self, turns: int) -> float:
         """Seconds of the other paths' held work the lane runs within the next `turns` turns."""
-        return sum(sum(held()[:turns]) for held in self._sharers.values())
-
-    def held(self) -> dict[str, list[float]]:
-        """What each sharing path holds back now (seconds per piece), for the ETA's explanation and tests."""
-        return {path: held() for path, held in self._sharers.items()}
+        return sum(sum(held()[: turns + in_fifo]) for held, in_fifo in self._sharers.values())
 
     def after_reviews(self, held: int) -> float:
         """Seconds until the lane reaches a newcomer behind `held` reviews of average length."""

@@ -9,8 +9,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
-from app import metrics
 from app.main import create_app
+from app.registry import PATHS
 from app.settings import Settings
 from tests.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
 from tests.fakes import GatedScorer
@@ -18,6 +18,7 @@ from tests.prometheus import PrometheusServer, prometheus_binary, running_promet
 from tests.server import live_server
 from tests.traffic import BURST_SETTINGS, fire_bursts
 
+NAMES = [p.name for p in PATHS]
 SIXTH_STEP_PANELS = ("처리 중", "대기", "거절", "기다린 시간", "배치 크기")
 
 
@@ -47,6 +48,8 @@ def test_dashboard_has_the_sixth_step_row_and_variables() -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["path"]["includeAll"] and variables["path"]["allValue"] == ".*"
+    # The paths come from Prometheus (the lab exports every registered path at 0), not a list typed here.
+    assert variables["path"]["query"]["query"] == "label_values(review_requests_total, path)"
     panels = dashboard["panels"]
     rows = [i for i, p in enumerate(panels) if p["type"] == "row"]
     sixth = rows[[panels[i]["title"] for i in rows].index("6단계")]
@@ -87,10 +90,10 @@ MUST_HAVE_MOVED = (
     'review_batches_total{reason="lane_free"}',
     'review_jobs{status="done"}',
     "review_batch_size_count",
-    *(f'review_cache_hits_total{{path="{p}"}}' for p in metrics.PATHS),
-    *(f'review_wait_seconds_count{{path="{p}"}}' for p in metrics.PATHS),
-    *(f'review_inference_seconds_count{{path="{p}"}}' for p in metrics.PATHS),
-    *(f'review_requests_total{{path="{p}"}}' for p in metrics.PATHS),
+    *(f'review_cache_hits_total{{path="{p}"}}' for p in NAMES),
+    *(f'review_wait_seconds_count{{path="{p}"}}' for p in NAMES),
+    *(f'review_inference_seconds_count{{path="{p}"}}' for p in NAMES),
+    *(f'review_requests_total{{path="{p}"}}' for p in NAMES),
 )
 
 
@@ -104,7 +107,7 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus() -> None:
         report = asyncio.run(fire_bursts(lab.url))
         assert report.statuses["limited"][429] > 0 and report.statuses["limited"][503] > 0, report
         assert report.statuses["tickets"][429] > 0, report
-        assert set(report.cache_hits) == set(metrics.PATHS), report
+        assert set(report.cache_hits) == set(NAMES), report
         assert {1, 3} <= set(report.batch_sizes), report
 
         prom.wait_until(
@@ -117,6 +120,8 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus() -> None:
         )
         for series in MUST_HAVE_MOVED:
             assert prom.value(f"sum({series})") > 0, series
+        # What the 경로 variable's label_values(review_requests_total, path) lists: the registry's paths.
+        assert {s.labels["path"] for s in prom.query("group by (path) (review_requests_total)")} == set(NAMES)
 
         empty = [q for q in panel_queries() if not finite_values(prom, q)]
         assert empty == [], "dashboard queries without data:\n" + "\n".join(f"{q.panel}: {q.promql}" for q in empty)

@@ -23,8 +23,9 @@ def stats_body(
     snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None, speed: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
-    lane, limited, batched, cache, jobs = snap.lane, snap.limited, snap.batched, snap.cache, tickets.jobs
+    lane, cache, loads = snap.lane, snap.cache, snap.loads
     rss = _process.memory_info().rss
+    naive = loads["naive"].in_flight
     return {
         "lane": {
             "busy": lane.busy,
@@ -38,34 +39,17 @@ def stats_body(
         },
         # The box's one CPU: the lane's inference (②③④) and every ① inference beside it.
         "cpu": {
-            "inferences": int(lane.busy) + snap.naive.in_flight,
+            "inferences": int(lane.busy) + naive,
             "lane": int(lane.busy),
-            "naive": snap.naive.in_flight,
+            "naive": naive,
         },
         "paths": {
-            "naive": {"in_flight": snap.naive.in_flight, "waiting": 0},
-            "limited": {
-                "in_flight": limited.in_flight,
-                "waiting": limited.waiting,
-                "seats_taken": limited.admitted,
-                "capacity": limited.capacity,
-            },
-            "batched": {
-                "in_flight": batched.in_flight,
-                "waiting": batched.waiting,
-                "last_batch": batched.last_batch_size,
-                "skipped_gone": batched.skipped_gone,
-            },
-            "tickets": {"in_flight": jobs.get("running", 0), "waiting": jobs.get("queued", 0)},
+            p.name: {"in_flight": loads[p.name].in_flight, "waiting": loads[p.name].waiting, **loads[p.name].details}
+            for p in snap.paths
         },
-        "jobs": jobs,
+        "jobs": tickets.jobs,
         "store": {"problem": tickets.store_problem},
-        "rejections": {
-            "naive": snap.naive.rejections,
-            "limited": limited.rejections,
-            "batched": batched.rejections,
-            "tickets": tickets.rejections,
-        },
+        "rejections": {p.name: loads[p.name].refusals for p in snap.paths},
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": rss},
         # Outside the box nothing caps the server: RSS, no percentage.
@@ -82,7 +66,8 @@ async def stats(request: Request) -> dict[str, Any]:
 
 async def lab_stats(lab: Lab) -> dict[str, Any]:
     """What GET /api/stats and its WebSocket answer, from one set of snapshots."""
-    return stats_body(lab.snapshot(), await lab.tickets.snapshot(), lab.settings.box_state, lab.speed_now())
+    tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
+    return stats_body(lab.snapshot(), tickets, lab.settings.box_state, lab.speed_now())
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")

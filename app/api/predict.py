@@ -8,7 +8,7 @@ from app.api.deps import ReviewText, arrived_at, get_lab
 from app.disconnect import unless_client_leaves
 from app.errors import ClientGone
 from app.openapi import INPUT_ERRORS, answer, answers
-from app.paths import Outcome, Path
+from app.paths import DirectPath, Outcome
 from app.responses import prediction_body, prediction_headers
 from app.schema import PredictionOut
 
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api", tags=["predict"])
 PREDICTION_HEADERS = ("Server-Timing", "X-Cache")
 
 
-async def serve(path: Path, text: str, request: Request, response: Response) -> PredictionOut:
+async def serve(path: DirectPath, text: str, request: Request, response: Response) -> PredictionOut:
     """cache → run → cache put → timings → headers, the same for every direct path.
 
     The wait runs from the request's arrival (LabMiddleware's stamp) to the start of its inference.

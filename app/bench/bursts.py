@@ -25,15 +25,11 @@ import httpx
 import psutil
 
 from app.bench.serverproc import ServerProcess
+from app.registry import PATHS as REGISTERED
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
-PATHS = ("naive", "limited", "batched", "tickets")
-URLS = {
-    "naive": "/api/naive/predict",
-    "limited": "/api/limited/predict",
-    "batched": "/api/batched/predict",
-    "tickets": "/api/queue/jobs",
-}
+PATHS = tuple(p.name for p in REGISTERED)
+URLS = {p.name: p.route for p in REGISTERED}
 TERMINAL = {"done", "failed", "expired", "canceled"}
 
 
@@ -104,7 +100,7 @@ async def fire_one(client: httpx.AsyncClient, path: str, text: str) -> Outcome:
         return Outcome(0, time.perf_counter() - started)
     batch = response.headers.get("X-Batch-Size")
     outcome = Outcome(response.status_code, time.perf_counter() - started, int(batch) if batch else None)
-    if path == "tickets" and response.status_code == 202:
+    if response.status_code == 202:  # a ticket: its round trip runs until a poll sees it done
         job = response.json()
         while job["status"] not in TERMINAL:
             await asyncio.sleep(0.05)

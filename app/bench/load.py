@@ -23,14 +23,10 @@ from typing import Any
 
 import httpx
 
+from app.registry import PATHS
 from app.settings import Settings
 
-URLS = {
-    "naive": "/api/naive/predict",
-    "limited": "/api/limited/predict",
-    "batched": "/api/batched/predict",
-    "tickets": "/api/queue/jobs",
-}
+URLS = {p.name: p.route for p in PATHS}
 TICKET_POLL_S = 0.25
 
 
@@ -408,7 +404,7 @@ def draw_chart(result: LoadResult, png: Path) -> None:
 def parse_args(argv: list[str] | None = None) -> tuple[LoadConfig, Path]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
-    parser.add_argument("--path", default="limited", help="naive|limited|batched|tickets, or a URL path to POST to")
+    parser.add_argument("--path", default="limited", help=f"{'|'.join(URLS)}, or a URL path to POST to")
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--burst", type=int, help="open loop: this many at once every --every seconds")

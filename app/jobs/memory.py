@@ -25,7 +25,7 @@ class MemoryJobStore:
         if job.idempotency_key is not None and job.idempotency_key in self._by_key:
             return copy.deepcopy(self._jobs[self._by_key[job.idempotency_key]]), False
         if job.status is JobStatus.QUEUED and max_queued is not None:
-            queued = await self.queued_count()
+            queued = sum(1 for j in self._jobs.values() if j.status is JobStatus.QUEUED)
             if queued >= max_queued:
                 raise QueueFull(queued)
         if job.status is JobStatus.QUEUED:  # no await since the key check: nothing can slip in
@@ -88,12 +88,6 @@ class MemoryJobStore:
         due.sort(key=lambda job: job.webhook_next_at or 0.0)
         return [copy.deepcopy(job) for job in due[:limit]]
 
-    async def position(self, job_id: str) -> int | None:
-        for index, job in enumerate(self._queued()):
-            if job.id == job_id:
-                return index
-        return None
-
     async def ahead(self, job_id: str) -> Ahead | None:
         chars = 0
         for index, job in enumerate(self._queued()):
@@ -101,9 +95,6 @@ class MemoryJobStore:
                 return Ahead(index, chars)
             chars += job.chars
         return None
-
-    async def queued_count(self) -> int:
-        return sum(1 for job in self._jobs.values() if job.status is JobStatus.QUEUED)
 
     async def counts(self) -> dict[str, int]:
         counts = empty_counts()

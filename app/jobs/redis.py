@@ -159,16 +159,9 @@ class RedisJobStore:
         ids = await self._redis.zrangebyscore(self._key("webhooks"), "-inf", repr(now), start=0, num=limit)
         return [job for job in await self._get_many(ids) if job.webhook_state is WebhookState.PENDING]
 
-    async def position(self, job_id: str) -> int | None:
-        rank: Any = await self._redis.zrank(self._key("queued"), job_id)
-        return None if rank is None else int(rank)
-
     async def ahead(self, job_id: str) -> Ahead | None:
         found = await self._ahead(args=[self.prefix, job_id])
         return Ahead(int(found[0]), int(found[1])) if found else None
-
-    async def queued_count(self) -> int:
-        return int(await self._redis.zcard(self._key("queued")))
 
     async def counts(self) -> dict[str, int]:
         async with self._redis.pipeline(transaction=True) as pipe:

@@ -167,16 +167,6 @@ class SqliteJobStore:
             (WebhookState.PENDING.value, now, limit),
         )
 
-    async def position(self, job_id: str) -> int | None:
-        def position() -> int | None:
-            row = self._db.execute("SELECT seq, status FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None or row[1] != JobStatus.QUEUED.value:
-                return None
-            ahead = self._db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND seq < ?", (row[0],))
-            return int(ahead.fetchone()[0])
-
-        return await self._call(position)
-
     async def ahead(self, job_id: str) -> Ahead | None:
         def ahead() -> Ahead | None:
             row = self._db.execute("SELECT seq, status FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -191,9 +181,6 @@ class SqliteJobStore:
             return Ahead(int(jobs), int(chars))
 
         return await self._call(ahead)
-
-    async def queued_count(self) -> int:
-        return (await self.counts())[JobStatus.QUEUED.value]
 
     async def counts(self) -> dict[str, int]:
         def counts() -> dict[str, int]:

@@ -62,13 +62,8 @@ class JobStore(Protocol):
 
     async def webhooks_due(self, now: float, limit: int) -> list[Job]: ...
 
-    async def position(self, job_id: str) -> int | None:
-        """Queued jobs ahead of this one (0-based); None if it is not queued."""
-
     async def ahead(self, job_id: str) -> Ahead | None:
-        """`position` plus the jobs' summed `chars`, in one read; None if it is not queued."""
-
-    async def queued_count(self) -> int: ...
+        """Queued jobs ahead of this one (0-based) and their summed `chars`, in one read; None if it is not queued."""
 
     async def counts(self) -> dict[str, int]:
         """Jobs per status, every status present."""

@@ -1,41 +1,45 @@
-"""Path 3: gather requests while the lane cannot take them, and run each gathering as one inference."""
+"""Path 3: one loop owns the queue and pulls the next batch when the lane can take it."""
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from app.errors import BoxFull
-from app.lane import InferenceLane
+from app.lane import InferenceLane, LaneResult
 from app.paths import Outcome
+from app.registry import Load, spec
 from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
 from app.tally import BATCH_SIZE_BUCKETS, Tally
 
-PATH = "batched"
+SPEC = spec("batched")
 
 
 class MicroBatcher:
-    """Owns the batches it holds back, its window timer and one future per request.
+    """Handlers append to the queue and await their future; one task, `_serve`, does everything else.
 
-    A batch goes to the lane when the lane can take it, like Triton's dynamic batcher or
-    LitServe's batched loop, never earlier (a batch queued behind other work stops growing):
+    The loop, like text-embeddings-inference's batching task or Ray Serve's `_BatchQueue`:
 
-    - lane idle: the first request opens a batch and waits up to `window_s` for company;
-      the batch goes when it is full (`full`) or the window ends (`timer`);
-    - lane busy: newcomers join the open batch, which goes the moment the lane is done
-      with its current job (`lane_free`); a batch that fills up meanwhile is closed and
-      waits its turn, and the next arrivals open another.
+    - wait for a first request;
+    - if it arrived at an idle lane, hold it up to `window_s` for company, or until `max_size` are
+      waiting (`timer`, `full`); requests that arrive while the lane is busy get no window;
+    - take a turn on the lane (`InferenceLane.turn`) and, when the lane reaches it, form the batch
+      from whoever is waiting then, oldest first, up to `max_size`: so a batch is formed when the
+      model can take it and never queues behind other work while it could still grow. A batch
+      that waited for the lane goes as `lane_free`, or `full` if it filled up meanwhile;
+    - infer it, resolve each future, and go round again. At most one batch of ours is on the lane.
 
-    At most one of our batches sits on the lane's queue unstarted, so the rest keep
-    growing. A waiter whose client left before its batch went is left out (and counted);
-    a batch on the lane whose waiters have all gone is withdrawn. If a batch fails, each
-    member is retried alone, so one text the model cannot score fails only its own request.
+    A waiter whose client left before its batch was formed is left out (and counted). If a batch
+    fails, each member is retried alone, so one text the model cannot score fails only its own request.
 
     With `max_wait_s` > 0, a newcomer whose predicted wait is longer is refused at once
     (429 + Retry-After) instead of joining a queue that only grows; 0 admits everyone.
     """
 
-    name = PATH
+    spec = SPEC
+    name = SPEC.name
     withdrawable = True
 
     def __init__(self, lane: InferenceLane, *, window_s: float, max_size: int, max_wait_s: float = 0.0) -> None:
@@ -43,36 +47,51 @@ class MicroBatcher:
         self._window_s = window_s
         self._max_size = max_size
         self._max_wait_s = max_wait_s
-        self._open: list[Waiter] = []
-        self._full: deque[list[Waiter]] = deque()  # closed by size, not yet on the lane
-        self._timer: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queued_on_lane = False  # one of our batches is on the lane's queue, not started
-        self._running: set[asyncio.Task[None]] = set()
-        self.on_lane = 0  # reviews of batches handed to the lane, started or not
-        self.in_flight = 0  # of those, the ones the lane is inferring now
+        self._queue: deque[Waiter] = deque()
+        self._arrived = asyncio.Event()  # set by run(), cleared by the loop when it looks
+        self._window_ends: float | None = None  # the first request found the lane idle: gather until then
+        self._task: asyncio.Task[None] | None = None
+        self.in_flight = 0  # reviews of the batch the lane is inferring now
         self.last_batch_size = 0
         self.skipped_gone = 0
         self._closed = dict.fromkeys(BATCH_CLOSE_REASONS, 0)
         self._sizes = Tally(BATCH_SIZE_BUCKETS)
         self._refused = {"queue_too_long": 0}
-        lane.on_free(self._lane_freed_threadsafe)
-        lane.room.share("batched", self.held_s)
+        # The first batch of the queue waits in the lane's FIFO as a turn, which the backlog does not cost.
+        lane.room.share(self.name, self.held_s, in_fifo=1)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name="batcher")
+
+    async def stop(self) -> None:
+        """Stop the loop; whoever is still queued or in the batch on the lane gets an error."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        while self._queue:
+            fail(self._queue.popleft(), RuntimeError("the lab is stopping"), 1)
+
+    @property
+    def alive(self) -> bool:
+        """The loop is running (/health says unhealthy if it ever stops while the lab serves)."""
+        return self._task is not None and not self._task.done()
 
     @property
     def gathering(self) -> int:
-        """Requests held here: in the open batch or in full batches waiting for the lane."""
-        return len(self._open) + sum(len(batch) for batch in self._full)
+        """Requests queued here, not yet in a batch."""
+        return len(self._queue)
 
     @property
     def waiting(self) -> int:
-        """Still gathering, or handed to the lane and queued behind other work there."""
-        return self.gathering + self.on_lane - self.in_flight
+        return self.gathering
 
     def held_s(self) -> list[float]:
-        """Seconds each batch held here will take on the lane, the full ones first (they go first)."""
-        batches = [*self._full, self._open] if self._open else list(self._full)
-        return [self._lane.clock.estimate_s(len(b), sum(len(w.text) for w in b)) for b in batches]
+        """Seconds each batch the queue will make takes on the lane, oldest first (tickets' ETAs count them)."""
+        queued = list(self._queue)
+        chunks = [queued[i : i + self._max_size] for i in range(0, len(queued), self._max_size)]
+        return [self._lane.clock.estimate_s(len(c), sum(len(w.text) for w in c)) for c in chunks]
 
     def predicted_wait_s(self) -> float:
         """The lane's backlog plus what is held here, at the measured seconds per review."""
@@ -89,6 +108,10 @@ class MicroBatcher:
             dict(self._refused),
         )
 
+    def load(self) -> Load:
+        details = {"last_batch": self.last_batch_size, "skipped_gone": self.skipped_gone}
+        return Load(self.in_flight, self.waiting, dict(self._refused), details)
+
     async def run(self, text: str) -> Outcome:
         if self._max_wait_s > 0 and (predicted := self.predicted_wait_s()) > self._max_wait_s:
             self._refused["queue_too_long"] += 1
@@ -99,125 +122,79 @@ class MicroBatcher:
                 reason="queue_too_long",
                 waited_s=0.0,
             )
-        loop = self._loop = asyncio.get_running_loop()
-        waiter = Waiter(text, loop.create_future())
-        if not self._open and self._lane_can_take():
-            self._start_timer(loop)
-        self._open.append(waiter)
-        if len(self._open) >= self._max_size:
-            self._cancel_timer()
-            self._full.append(self._open)
-            self._open = []
-        if self._lane_can_take():
-            self._hand_over(when_free=False)
-        self._publish()
+        waiter = Waiter(text, asyncio.get_running_loop().create_future())
+        if not self._queue and self._lane_idle():
+            self._window_ends = waiter.arrived + self._window_s
+        self._queue.append(waiter)
+        self._arrived.set()
+        self._lane.room.changed()
         return await waiter.future
 
-    def _lane_can_take(self) -> bool:
-        """Nothing running, nothing queued on the lane: a batch handed over now starts now."""
-        return not self._queued_on_lane and not self._lane.busy and self._lane.pending_reviews == 0
+    async def _serve(self) -> None:
+        while True:
+            await self._until(lambda: bool(self._queue))
+            reason = "lane_free"
+            if self._window_ends is not None:
+                filled = await self._until(lambda: len(self._queue) >= self._max_size, self._window_ends)
+                reason = "full" if filled else "timer" if self._lane_idle() else "lane_free"
+            turn = self._lane.turn()
+            try:
+                await asyncio.wrap_future(turn.reached)
+            except asyncio.CancelledError:
+                turn.reached.cancel()
+                turn.fill(())  # granted just now after all: give the lane back at once
+                raise
+            batch = self._take()
+            self._lane.room.changed()
+            self._window_ends = None
+            result = turn.fill([w.text for w in batch])  # an empty batch gives the turn up
+            if batch:
+                await self._infer(batch, "full" if len(batch) == self._max_size else reason, result)
 
-    def _start_timer(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._cancel_timer()
-        self._timer = loop.call_later(self._window_s, self._window_ended)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _window_ended(self) -> None:
-        self._timer = None
-        if self._open and self._lane_can_take():
-            self._send(self._open, "timer")
-            self._open = []
-            self._publish()
-        # Otherwise the lane took other work meanwhile: the batch goes when the lane frees.
-
-    def _lane_freed_threadsafe(self) -> None:
-        """Called on the lane thread; the batches belong to the event loop."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop closed between the check and the call
-            loop.call_soon_threadsafe(self._lane_freed)
-
-    def _lane_freed(self) -> None:
-        if not self._queued_on_lane:
-            self._hand_over(when_free=True)
-            self._publish()
-
-    def _hand_over(self, *, when_free: bool) -> None:
-        """Send the oldest held batch: a full one, else the open one if the lane freed for it."""
-        while self._full:
-            if self._send(self._full.popleft(), "full"):
-                return
-        if self._open and when_free:
-            self._cancel_timer()
-            batch, self._open = self._open, []
-            self._send(batch, "lane_free")
-
-    def _send(self, waiters: list[Waiter], reason: str) -> bool:
-        """Hand a batch, less the waiters whose client left, to the lane; False if none were left."""
-        batch = [w for w in waiters if not w.future.done()]
-        if gone := len(waiters) - len(batch):
-            self.skipped_gone += gone
-        if not batch:
+    async def _until(self, ready: Callable[[], bool], deadline: float | None = None) -> bool:
+        """Wait on arrivals until `ready()`; False if the monotonic `deadline` passed first."""
+        try:
+            async with asyncio.timeout(None if deadline is None else max(deadline - time.monotonic(), 0.0)):
+                while not ready():
+                    self._arrived.clear()
+                    await self._arrived.wait()
+        except TimeoutError:
             return False
-        self._closed[reason] = self._closed.get(reason, 0) + 1
-        self._sizes.observe(len(batch))
-        self._queued_on_lane = True
-        task = asyncio.get_running_loop().create_task(self._infer(batch), name=f"batch-{reason}")
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
         return True
 
-    async def _infer(self, batch: list[Waiter]) -> None:
-        loop = asyncio.get_running_loop()
-        started = finished = False
+    def _lane_idle(self) -> bool:
+        return not self._lane.busy and self._lane.pending_reviews == 0
 
-        def begin() -> None:  # on the loop, when the lane starts this batch
-            nonlocal started
-            self._queued_on_lane = False
-            if not finished:
-                started = True
-                self.in_flight += len(batch)
-                self._publish()
+    def _take(self) -> list[Waiter]:
+        """Up to `max_size` waiters, oldest first, leaving out those whose client has gone."""
+        batch: list[Waiter] = []
+        while self._queue and len(batch) < self._max_size:
+            waiter = self._queue.popleft()
+            if waiter.future.done():
+                self.skipped_gone += 1
+            else:
+                batch.append(waiter)
+        return batch
 
-        self.on_lane += len(batch)
-        self._publish()
-        lane_job = asyncio.ensure_future(
-            self._lane.run([w.text for w in batch], on_start=lambda: self._on_loop(loop, begin))
-        )
-
-        def withdraw_if_all_gone(_: object) -> None:
-            if all(w.future.done() for w in batch):
-                lane_job.cancel()  # the lane skips it if it has not started
-
-        for w in batch:
-            w.future.add_done_callback(withdraw_if_all_gone)
-        failure: Exception | None = None
+    async def _infer(self, batch: list[Waiter], reason: str, result: "Future[LaneResult]") -> None:
+        """The lane started `batch` when we filled the turn: it is in flight until its result."""
+        self._closed[reason] += 1
+        self._sizes.observe(len(batch))
+        self.in_flight = len(batch)
         try:
-            result = await lane_job
+            done = await asyncio.wrap_future(result)
         except asyncio.CancelledError:
-            if all(w.future.cancelled() for w in batch):
-                return
+            for w in batch:
+                fail(w, RuntimeError("the lab is stopping"), len(batch))
             raise
         except Exception as exc:
-            failure = exc
-        finally:
-            finished = True
-            if not started:  # withdrawn or failed before it began: the lane is ours to offer again
-                self._queued_on_lane = False
-            self.on_lane -= len(batch)
-            if started:
-                self.in_flight -= len(batch)
-            self._publish()
-        if failure is not None:
-            await self._retry_alone(batch, failure)
+            self.in_flight = 0
+            await self._retry_alone(batch, exc)
             return
+        finally:
+            self.in_flight = 0
         self.last_batch_size = len(batch)
-        resolve(batch, result)
+        resolve(batch, done)
 
     async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
         """A batch failed: score each member alone, so only the text that fails gets an error."""
@@ -233,12 +210,3 @@ class MicroBatcher:
                 fail(w, alone, 1)
             else:
                 resolve([w], result)
-
-    @staticmethod
-    def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
-        """The lane calls back from its own thread; the counters belong to the event loop."""
-        loop.call_soon_threadsafe(callback)
-
-    def _publish(self) -> None:
-        """Gauges are read at scrape time (snapshot); the hook where state changes: tickets' ETAs count it."""
-        self._lane.room.changed()

@@ -2,22 +2,13 @@
 
 import asyncio
 import time
-from dataclasses import dataclass
 
 from app.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.lane import DeadlinePassed, InferenceLane
 from app.paths import Outcome
+from app.registry import Load, spec
 
-PATH = "limited"
-
-
-@dataclass(frozen=True, slots=True)
-class SeatsSnapshot:
-    in_flight: int
-    waiting: int
-    admitted: int
-    capacity: int
-    rejections: dict[str, int]
+SPEC = spec("limited")
 
 
 class SeatGate:
@@ -27,7 +18,8 @@ class SeatGate:
     inference, i.e. when every seat will be free again, so the hint tracks reality.
     """
 
-    name = PATH
+    spec = SPEC
+    name = SPEC.name
     withdrawable = True
 
     def __init__(self, lane: InferenceLane, *, seats: int, max_wait_s: float) -> None:
@@ -64,8 +56,9 @@ class SeatGate:
     def retry_after_s(self) -> float:
         return self._lane.room.after_reviews(self.waiting)
 
-    def snapshot(self) -> SeatsSnapshot:
-        return SeatsSnapshot(self._in_flight, self.waiting, self._admitted, self.capacity, dict(self._refused))
+    def load(self) -> Load:
+        seats = {"seats_taken": self._admitted, "capacity": self.capacity}
+        return Load(self._in_flight, self.waiting, dict(self._refused), seats)
 
     async def run(self, text: str) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""

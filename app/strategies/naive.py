@@ -2,7 +2,6 @@
 
 import threading
 import time
-from dataclasses import dataclass
 
 import anyio.to_thread
 
@@ -10,14 +9,9 @@ from app.errors import InferenceFailed, LabError
 from app.memory_guard import MemoryGuard
 from app.model import Scorer
 from app.paths import Outcome
+from app.registry import Load, spec
 
-PATH = "naive"
-
-
-@dataclass(frozen=True, slots=True)
-class NaiveSnapshot:
-    in_flight: int
-    rejections: dict[str, int]
+SPEC = spec("naive")
 
 
 class NaiveRunner:
@@ -28,7 +22,8 @@ class NaiveRunner:
     MemoryGuard (off by default) refuses the inference that would not fit in memory.
     """
 
-    name = PATH
+    spec = SPEC
+    name = SPEC.name
     withdrawable = False  # a thread cannot be stopped mid-inference
 
     def __init__(self, scorer: Scorer, guard: MemoryGuard | None = None) -> None:
@@ -71,6 +66,7 @@ class NaiveRunner:
         self.last_infer_s = infer_s
         return Outcome(ranking, started - called, infer_s)
 
-    def snapshot(self) -> NaiveSnapshot:
+    def load(self) -> Load:
+        """Nobody waits on this path: every request is inferring (or waiting for a server thread, unseen)."""
         with self._lock:
-            return NaiveSnapshot(self.in_flight, {"memory_would_not_fit": self._refused})
+            return Load(self.in_flight, 0, {"memory_would_not_fit": self._refused})

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from app.errors import InvalidJob, JobNotFound
 from app.merge import merged
 from app.schema import MAX_FOLLOWED_JOBS
-from app.strategies.ticket_config import FollowConfig, Signals
+from app.strategies.ticket_config import FollowConfig
+from app.strategies.ticket_state import Signals
 from app.strategies.tickets import Ticket, TicketService
 
-__all__ = ["MAX_FOLLOWED_JOBS", "PROMISE_SLACK_S", "JobMissing", "TicketFollower", "promise_moved"]
 PROMISE_SLACK_S = 0.25  # an ETA that drifts less than this is not worth an event
 
 

@@ -16,9 +16,10 @@ from app.jobs.webhooks import WebhookDispatcher
 from app.lane import InferenceLane
 from app.model import Ranking
 from app.paths import Outcome, Pipeline
-from app.strategies.ticket_config import LocalRun, Signals, WorkerConfig
+from app.strategies.ticket_config import WorkerConfig
+from app.strategies.ticket_state import LocalRun, Signals
+from app.strategies.tickets import SPEC
 
-PATH = "tickets"
 log = logging.getLogger(__name__)
 
 
@@ -162,7 +163,7 @@ class TicketWorker:
         )
         if await self._store.replace(finished, self._run_fence(job)):
             if finished.waited_ms is not None:
-                self._pipeline.waited(PATH, finished.waited_ms / 1000)
+                self._pipeline.waited(SPEC.name, finished.waited_ms / 1000)
         else:
             log.info("job %s finished but was canceled or taken back meanwhile; result discarded", job.id)
 
@@ -184,5 +185,5 @@ class TicketWorker:
             started_at = time.time() - (time.monotonic() - result.started_at)
             return Outcome(result.rankings[0], result.queued_s, result.infer_s)
 
-        outcome, _ = await self._pipeline.through_cache(PATH, text, run)
+        outcome, _ = await self._pipeline.through_cache(SPEC.name, text, run)
         return outcome.ranking, outcome.infer_s, started_at

@@ -16,12 +16,13 @@ from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.ssrf import resolve_target
 from app.jobs.store import Ahead, JobStore, QueueFull, empty_counts
 from app.paths import Pipeline
+from app.registry import Load, spec
 from app.room import Room
-from app.schema import MAX_FOLLOWED_JOBS, MIN_TIME_IN_QUEUE_S
-from app.strategies.ticket_config import LocalRun, ServiceConfig, Signals
+from app.schema import MIN_TIME_IN_QUEUE_S
+from app.strategies.ticket_config import ServiceConfig
+from app.strategies.ticket_state import LocalRun, Signals
 
-__all__ = ["MAX_FOLLOWED_JOBS", "JobRequest", "Ticket", "TicketService", "TicketsSnapshot"]
-PATH = "tickets"
+SPEC = spec("tickets")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,8 @@ class TicketsSnapshot:
 class TicketService:
     """Accepts jobs up to `queue_max_jobs` and answers where each stands; the worker runs them."""
 
+    spec = SPEC
+
     def __init__(
         self,
         store: JobStore,
@@ -74,6 +77,7 @@ class TicketService:
         self._signals = signals
         self._local = local
         self._refused = {"job_queue_full": 0}
+        self._jobs = empty_counts()  # as the last snapshot() read them from the store
 
     def eta_s(self, ahead: Ahead, own_chars: int, workers: int = 1) -> float:
         """Work already on this box's lane, plus the queued jobs ahead shared among the live workers, plus this job.
@@ -106,7 +110,7 @@ class TicketService:
             request_hash=request.fingerprint(),
             webhook_url=request.webhook_url,
         )
-        cached = self._pipeline.cached(PATH, request.text)
+        cached = self._pipeline.cached(SPEC.name, request.text)
         if cached is not None:
             done = lifecycle.done(job, [asdict(t) for t in cached], inference_ms=0.0, started_at=now, now=now)
             stored, created = await self._store.add(done)
@@ -155,7 +159,12 @@ class TicketService:
     async def snapshot(self) -> TicketsSnapshot:
         problem = await self._store.check()
         jobs = empty_counts() if problem is not None else await self._store.counts()  # a lost store has none
+        self._jobs = jobs
         return TicketsSnapshot(jobs, dict(self._refused), problem)
+
+    def load(self) -> Load:
+        """The store's counts as the last `snapshot()` read them (async: /metrics and /api/stats call it first)."""
+        return Load(self._jobs.get("running", 0), self._jobs.get("queued", 0), dict(self._refused))
 
     def _time_in_queue_s(self, asked: float | None) -> float:
         if asked is None:

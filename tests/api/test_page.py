@@ -1,7 +1,10 @@
 """The burst page's HTML, its static files and the sample reviews it fires, served in-process."""
 
 import json
+import re
 
+from app.api.page import STATIC_DIR, page_paths
+from app.registry import PATHS as PATH_SPECS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
@@ -12,21 +15,54 @@ async def test_page_links_its_assets_and_the_api(lab_client: LabClientFactory) -
         page = await client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     html = page.text
-    for needed in ("/static/burst.js", "/static/box.js", "/static/burst.css", "/api/docs", "/api/stats", "/metrics"):
+    for needed in ("/static/burst.css", "/api/docs", "/api/stats", "/metrics"):
         assert needed in html
+    # The page's JS is one module script; its modules import each other, no globals between them.
+    assert re.findall(r"<script[^>]*\bsrc=\"/static/js/[^\"]+\"", html) == [
+        '<script type="module" src="/static/js/app.js"'
+    ]
     assert "발사" in html and "브라우저 대기" in html
     # Students copy this line from the page; it must name the box they are looking at.
     assert "curl -O http://lab/static/burst.py && python3 burst.py http://lab 50" in html
 
 
 async def test_static_assets_are_served_without_a_build_step(lab_client: LabClientFactory) -> None:
+    modules = sorted(STATIC_DIR.glob("js/*.js"))
     async with lab_client(GatedScorer(gated=False)) as client:
-        script = await client.get("/static/burst.js")
+        scripts = {path.name: await client.get(f"/static/js/{path.name}") for path in modules}
         cli = await client.get("/static/burst.py")
         missing = await client.get("/static/nothing-here.js")
-    assert script.status_code == 200 and "function followTicket" in script.text
+    assert "app.js" in scripts and "function followTicket" in scripts["tickets.js"].text
+    for name, script in scripts.items():
+        # Browsers refuse to run a module script served with any other type.
+        assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript"), name
+        imported = re.findall(r'^import .* from "\./([\w.]+)";$', script.text, flags=re.MULTILINE)
+        assert set(imported) <= set(scripts), (name, imported)  # every import is a module that is served
+        assert re.findall(r"\bwindow\.(?!addEventListener\b)\w+", script.text) == [], name  # no globals between them
     assert cli.status_code == 200 and "def fire_burst" in cli.text
     assert missing.status_code == 404
+
+
+async def test_the_page_lists_its_paths_once_in_a_json_block(lab_client: LabClientFactory) -> None:
+    async with lab_client(GatedScorer(gated=False)) as client:
+        html = (await client.get("/")).text
+        openapi = (await client.get("/api/openapi.json")).json()
+    routes = {route for route, operations in openapi["paths"].items() if "post" in operations}
+    block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
+    assert block is not None
+    listed = json.loads(block.group(1))
+    assert listed == page_paths()
+    assert [p["name"] for p in listed] == [p.name for p in PATH_SPECS]
+    assert [p["label"] for p in listed] == ["① naive", "② limited", "③ batched", "④ tickets"]
+    assert {p["route"] for p in listed} <= routes  # every route the page fires at is one the app serves
+    assert [p["name"] for p in listed if p["answer"] == "ticket"] == ["tickets"]
+
+
+def test_no_script_but_the_block_names_the_paths() -> None:
+    for path in STATIC_DIR.glob("js/*.js"):
+        code = path.read_text(encoding="utf-8")
+        named = {p.name for p in PATH_SPECS if re.search(rf"[\"'`]{p.name}[\"'`]", code)}
+        assert named == set(), f"{path.name} names {named}: read them from paths.js (the #lab-paths block)"
 
 
 async def test_samples_are_the_shipped_reviews(lab_client: LabClientFactory) -> None:

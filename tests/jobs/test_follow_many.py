@@ -17,8 +17,8 @@ from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp, Message
 
 from app.main import create_app
+from app.schema import MAX_FOLLOWED_JOBS
 from app.settings import Settings
-from app.strategies.tickets import MAX_FOLLOWED_JOBS
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.test_lifecycle import FAST, job, parse_events, settles, submit

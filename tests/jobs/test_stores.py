@@ -102,10 +102,11 @@ async def test_a_terminal_job_never_changes_status_again(store: JobStore) -> Non
 
 async def test_positions_and_counts_follow_the_queue(store: JobStore) -> None:
     jobs = [await add(store, f"리뷰 {i}") for i in range(4)]
-    assert [await store.position(j.id) for j in jobs] == [0, 1, 2, 3]
+    assert [(await store.ahead(j.id) or Ahead(-1, 0)).jobs for j in jobs] == [0, 1, 2, 3]
     await store.claim_next("box-a", LEASE_S, time.time())
-    assert [await store.position(j.id) for j in jobs] == [None, 0, 1, 2]
-    assert await store.queued_count() == 3
+    assert [await store.ahead(j.id) is None for j in jobs] == [True, False, False, False]
+    assert [(await store.ahead(j.id) or Ahead(-1, 0)).jobs for j in jobs[1:]] == [0, 1, 2]
+    assert (await store.counts())["queued"] == 3
     counts = await store.counts()
     assert counts == {"queued": 3, "running": 1, "done": 0, "failed": 0, "expired": 0, "canceled": 0}
 
@@ -217,6 +218,6 @@ async def test_queue_cap_holds_under_a_concurrent_burst_from_two_boxes(
         return True
 
     accepted = await asyncio.gather(*(try_add(store if i % 2 else other, i) for i in range(10)))
-    assert sum(accepted) == 3 and await store.queued_count() == 3
+    assert sum(accepted) == 3 and (await store.counts())["queued"] == 3
     done, created = await store.add(Job(text="캐시", status=JobStatus.DONE, finished_at=time.time()), max_queued=3)
     assert created and done.status is JobStatus.DONE  # only queued jobs count against the cap

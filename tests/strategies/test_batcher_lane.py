@@ -1,7 +1,8 @@
 """Path 3's batcher against a real lane and a gated fake model: batches form when the lane can take them."""
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,25 @@ async def lane(scorer: GatedScorer) -> AsyncIterator[InferenceLane]:
     await asyncio.to_thread(lane.stop)
 
 
+Batchers = Callable[..., MicroBatcher]
+
+
+@pytest.fixture
+async def batchers() -> AsyncIterator[Batchers]:
+    """`batchers(lane, window_s=…, max_size=…)`: a started batcher, stopped after the test (before its lane)."""
+    made: list[MicroBatcher] = []
+
+    def make(lane: InferenceLane, **config: Any) -> MicroBatcher:
+        batcher = MicroBatcher(lane, **config)
+        batcher.start()
+        made.append(batcher)
+        return batcher
+
+    yield make
+    for batcher in reversed(made):
+        await batcher.stop()
+
+
 async def hold_lane(lane: InferenceLane, scorer: GatedScorer) -> "asyncio.Future[object]":
     """Another path's job, running on the lane until the test releases the scorer once."""
     job: asyncio.Future[object] = asyncio.ensure_future(lane.run(["다른 경로의 리뷰"]))
@@ -47,8 +67,10 @@ async def holding(batcher: MicroBatcher, n: int) -> None:
     await eventually(check)
 
 
-async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: InferenceLane, scorer: GatedScorer) -> None:
-    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(
+    lane: InferenceLane, scorer: GatedScorer, batchers: Batchers
+) -> None:
+    batcher = batchers(lane, window_s=HOUR, max_size=8)
     blocker = await hold_lane(lane, scorer)
     before = closed(batcher, "lane_free")
     texts = [f"리뷰 {i}" for i in range(5)]
@@ -67,8 +89,10 @@ async def test_lane_busy_five_arrivals_ride_one_batch_when_it_frees(lane: Infere
     assert closed(batcher, "lane_free") == before + 1
 
 
-async def test_idle_lane_holds_a_lone_request_for_the_window(lane: InferenceLane, scorer: GatedScorer) -> None:
-    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+async def test_idle_lane_holds_a_lone_request_for_the_window(
+    lane: InferenceLane, scorer: GatedScorer, batchers: Batchers
+) -> None:
+    batcher = batchers(lane, window_s=HOUR, max_size=8)
     lone = asyncio.create_task(batcher.run("혼자 온 리뷰"))
     await holding(batcher, 1)
     for _ in range(100):  # many turns of the loop: only the (hour-long) window could send it
@@ -78,9 +102,11 @@ async def test_idle_lane_holds_a_lone_request_for_the_window(lane: InferenceLane
     lone.cancel()
 
 
-async def test_idle_lane_sends_a_lone_request_when_the_window_ends(lane: InferenceLane, scorer: GatedScorer) -> None:
+async def test_idle_lane_sends_a_lone_request_when_the_window_ends(
+    lane: InferenceLane, scorer: GatedScorer, batchers: Batchers
+) -> None:
     scorer.open()
-    batcher = MicroBatcher(lane, window_s=0.001, max_size=8)
+    batcher = batchers(lane, window_s=0.001, max_size=8)
     before = {reason: closed(batcher, reason) for reason in ("timer", "full", "lane_free")}
     result = await batcher.run("혼자 온 리뷰")
     assert result.batch_size == 1
@@ -90,9 +116,9 @@ async def test_idle_lane_sends_a_lone_request_when_the_window_ends(lane: Inferen
 
 
 async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
-    lane: InferenceLane, scorer: GatedScorer
+    lane: InferenceLane, scorer: GatedScorer, batchers: Batchers
 ) -> None:
-    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    batcher = batchers(lane, window_s=HOUR, max_size=8)
     await hold_lane(lane, scorer)
     before_full, before_free = closed(batcher, "full"), closed(batcher, "lane_free")
     texts = [f"리뷰 {i}" for i in range(20)]
@@ -107,8 +133,10 @@ async def test_a_batch_never_exceeds_eight_and_full_ones_wait_their_turn(
     assert closed(batcher, "lane_free") == before_free + 1
 
 
-async def test_a_request_whose_client_left_is_not_in_the_batch(lane: InferenceLane, scorer: GatedScorer) -> None:
-    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+async def test_a_request_whose_client_left_is_not_in_the_batch(
+    lane: InferenceLane, scorer: GatedScorer, batchers: Batchers
+) -> None:
+    batcher = batchers(lane, window_s=HOUR, max_size=8)
     await hold_lane(lane, scorer)
     tasks = {t: asyncio.create_task(batcher.run(t)) for t in ("남은 리뷰 1", "떠난 리뷰", "남은 리뷰 2")}
     await holding(batcher, 3)
@@ -120,12 +148,12 @@ async def test_a_request_whose_client_left_is_not_in_the_batch(lane: InferenceLa
     assert batcher.skipped_gone == 1
 
 
-async def test_one_bad_text_fails_only_its_own_request() -> None:
+async def test_one_bad_text_fails_only_its_own_request(batchers: Batchers) -> None:
     scorer = GatedScorer(fail_on="독이 든 리뷰")
     poisoned = InferenceLane(scorer)
     poisoned.start()
     try:
-        batcher = MicroBatcher(poisoned, window_s=HOUR, max_size=8)
+        batcher = batchers(poisoned, window_s=HOUR, max_size=8)
         await hold_lane(poisoned, scorer)
         texts = ["평범한 리뷰 1", "독이 든 리뷰", "평범한 리뷰 2"]
         tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
@@ -140,3 +168,19 @@ async def test_one_bad_text_fails_only_its_own_request() -> None:
     assert isinstance(outcomes[1], InferenceFailed)
     assert scorer.calls[1:] == [texts, ["평범한 리뷰 1"], ["독이 든 리뷰"], ["평범한 리뷰 2"]]
     assert batcher.in_flight == 0 and batcher.waiting == 0
+
+
+async def test_stop_answers_whoever_is_queued_and_gives_the_lane_back(lane: InferenceLane, scorer: GatedScorer) -> None:
+    batcher = MicroBatcher(lane, window_s=HOUR, max_size=8)
+    batcher.start()
+    blocker = await hold_lane(lane, scorer)
+    queued = asyncio.create_task(batcher.run("남은 리뷰"))
+    await holding(batcher, 1)  # its turn waits on the lane behind the other path's job
+    await batcher.stop()
+    with pytest.raises(InferenceFailed):
+        await queued
+    scorer.open()
+    await blocker
+    after = await lane.run(["다음 리뷰"])  # the lane skipped the withdrawn turn and went on
+    assert after.rankings[0][0].id == "echo:다음 리뷰"
+    assert scorer.calls == [["다른 경로의 리뷰"], ["다음 리뷰"]]

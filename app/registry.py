@@ -1,0 +1,95 @@
+"""The lab's paths as data: each path describes itself once here, and metrics, stats, the page and the tools read it.
+
+A new path (an adaptive limit, LIFO, priority…) is its strategy module (an owner with `spec`,
+`load()` and, for a direct path, `run`), one `PathSpec` line in `PATHS`, its route in app/api/ and
+its note on the page; docs/architecture.md lists the files. Routes stay declared by hand in
+app/api/ (they are the API's documentation): `PathSpec.route` names the one that submits work,
+and a test checks that the app has it.
+
+This module imports nothing from the server, so clients (app/bench, tools) can read it too.
+"""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A setting an instructor may turn for one path: its `Settings` field, its bounds, its unit."""
+
+    setting: str  # the Settings field (and LAB_<SETTING> in the environment)
+    low: float
+    high: float
+    unit: str  # "s", "reviews", "seats", "jobs", "on/off"
+
+    def allows(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True, slots=True)
+class PathSpec:
+    """What a path is, independent of any running lab."""
+
+    name: str  # the `path` label in metrics, the key in /api/stats, the radio's value
+    number: int  # its place in display order: ① … ⑤
+    blurb: str  # Korean, beside the radio; `{seats}`-style names are filled from app/schema.py's limits()
+    route: str  # the POST that submits work to it (declared in app/api/)
+    statuses: tuple[int, ...]  # the answers it is built to give, exported at 0 from the start
+    refusals: tuple[str, ...]  # its reasons in review_rejections_total, exported at 0 from the start
+    knobs: tuple[Knob, ...] = ()
+
+    @property
+    def mark(self) -> str:
+        """①, ②, … (circled digits run on to ⑳)."""
+        return chr(0x2460 + self.number - 1)
+
+    @property
+    def label(self) -> str:
+        return f"{self.mark} {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """One path's load at one moment: in inference now, admitted and waiting, refused so far by reason."""
+
+    in_flight: int
+    waiting: int
+    refusals: dict[str, int]
+    details: dict[str, int] = field(default_factory=dict)  # the path's own numbers, shown in /api/stats
+
+
+class LabPath(Protocol):
+    """What a running lab needs from each of its paths: its description and its load."""
+
+    @property
+    def spec(self) -> PathSpec: ...
+
+    def load(self) -> Load: ...
+
+
+# Display order. Each line is a whole path as the rest of the lab sees it.
+PATHS: tuple[PathSpec, ...] = (
+    PathSpec("naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
+             (Knob("naive_memory_guard", 0, 1, "on/off"),)),
+    PathSpec("limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
+             ("seats_full", "waited_too_long"),
+             (Knob("limited_seats", 0, 50, "seats"), Knob("limited_max_wait_s", 1, 120, "s"))),
+    PathSpec("batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
+             (Knob("batch_window_s", 0, 1, "s"), Knob("batch_max", 1, 64, "reviews"),
+              Knob("batch_max_wait_s", 0, 120, "s"))),
+    PathSpec("tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
+             (Knob("queue_max_jobs", 1, 1000, "jobs"),)),
+)  # fmt: skip
+
+
+def spec(name: str) -> PathSpec:
+    """The registered path called `name` (KeyError for an unknown one)."""
+    for registered in PATHS:
+        if registered.name == name:
+            return registered
+    raise KeyError(name)
+
+
+def routes(specs: tuple[PathSpec, ...] = PATHS) -> dict[str, str]:
+    """Submitting route → path name: the requests LabMiddleware counts (polls of a ticket are not submissions)."""
+    return {s.route: s.name for s in specs}

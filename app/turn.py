@@ -1,0 +1,41 @@
+"""A place in the lane's FIFO whose work is chosen when the lane reaches it: how ③ pulls its batches."""
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+FILL_GUARD_S = 60.0  # an owner that never fills its turn must not hold the lane for ever
+
+
+class Turn(Generic[R]):
+    """`reached` resolves when the lane gets to this turn; the lane then waits for `fill(texts)`.
+
+    So a batch is formed at the moment the model can take it, on the owner's event loop, from
+    whatever is waiting then (text-embeddings-inference's NextBatch, in Python). An empty fill
+    (everyone left) gives the turn up; the owner fills every turn it was granted.
+    """
+
+    def __init__(self) -> None:
+        self.reached: Future[None] = Future()
+        self.result: Future[R] = Future()
+        self._texts: Future[Sequence[str]] = Future()
+
+    def fill(self, texts: Sequence[str]) -> "Future[R]":
+        """Called by the owner once `reached` is done; the lane infers `texts` at once."""
+        self._texts.set_result(texts)
+        return self.result
+
+    def reached_front(self) -> Sequence[str]:
+        """On the lane thread: a turn withdrawn before the front is skipped; a granted one waits for its texts."""
+        if not self.reached.set_running_or_notify_cancel():
+            return ()
+        self.reached.set_result(None)
+        try:
+            return self._texts.result(timeout=FILL_GUARD_S)
+        except TimeoutError:
+            log.error("a batcher was granted the lane and never filled its turn; the lane moved on")
+            self.result.set_exception(RuntimeError("turn not filled in time"))
+            return ()

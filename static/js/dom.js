@@ -1,0 +1,19 @@
+// Small drawing helpers shared by the rows and the comparison.
+
+/** Milliseconds as people read them: `850ms`, `2.31초`, or `–` when unknown. */
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
+  return ms < 1000 ? `${Math.round(ms)}ms` : `${(ms / 1000).toFixed(2)}초`;
+}
+
+/** An HTML element with attributes (`class`, `dataset` or any other) and children (null ones skipped). */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value);
+  }
+  node.append(...children.filter((c) => c !== null && c !== undefined));
+  return node;
+}

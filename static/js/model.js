@@ -1,0 +1,30 @@
+// The model line under the panel and the random-weights banner, from GET /api/model.
+
+function setText(id, text) {
+  document.getElementById(id).textContent = text;
+}
+
+/** The box's CPU, speed and memory limits as /api/model reports them (app/box), in one Korean line. */
+function boxLine(box) {
+  const c = box.calibration;
+  const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
+  const speed = c ? `리뷰당 목표 ${c.target_s}초, 실제 ${c.achieved_s}초 (이 컴퓨터 ${c.host_cpu_s}초, ${c.method})` : "이 컴퓨터 속도 그대로";
+  const memory = box.memory_cap_bytes ? `메모리 상한 ${(box.memory_cap_bytes / 2 ** 30).toFixed(1)} GiB (${box.memory_mode})` : "메모리 상한 없음";
+  return `상자: ${cpus} · ${speed} · ${memory}`;
+}
+
+/** Says which model answers, and shows the banner when its weights are random (the offline twin). */
+export async function showModel() {
+  try {
+    const response = await fetch("/api/model", { cache: "no-store" });
+    const model = await response.json();
+    const extra = model.box ? ` · ${boxLine(model.box)}` : "";
+    setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${extra}`);
+    if (model.random_weights) {
+      document.getElementById("weights-banner").hidden = false;
+      setText("weights-detail", `지금 모델: ${model.name}`);
+    }
+  } catch (err) {
+    setText("box-model", `모델 정보를 읽지 못했습니다: ${err.message}`);
+  }
+}

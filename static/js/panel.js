@@ -1,0 +1,186 @@
+// The live box panel (상자 상태). It listens on a WebSocket (/api/stats/live pushes the JSON of /api/stats
+// twice a second): during a burst the page's requests hold all six of the browser's connections to the
+// box, and a poll would queue behind them; a WebSocket is not counted against those six (measured:
+// docs/burst-page.md). If the socket fails, the panel polls /api/stats and says so; it always shows
+// how old its values are. Everything shown comes from the API; nothing is computed or invented here.
+import { PATHS } from "./paths.js";
+import { Recording, describeRecording, mib } from "./recording.js";
+
+const POLL_EVERY_MS = 1000;
+const RECONNECT_EVERY_MS = 5000;
+const STALE_AFTER_MS = 2000; // four missed pushes, or two missed polls
+
+let channel = "connecting"; // "websocket" | "polling" | "connecting"
+let lastAt = null;
+let last = null;
+let pollTimer = null;
+let deaths; // the box's death count as /api/stats last said it; undefined until it says
+const recordings = new Set();
+const deathListeners = [];
+
+function setText(id, text) {
+  document.getElementById(id).textContent = text;
+}
+
+function sum(values) {
+  return Object.values(values || {}).reduce((a, b) => a + b, 0);
+}
+
+/** How many times the box has died since the page opened it (0 until /api/stats reports its box). */
+export const boxDeaths = () => deaths || 0;
+
+/** `listener()` is called whenever the box is seen to have died again (rows relabel lost connections). */
+export function onBoxDied(listener) {
+  deathListeners.push(listener);
+}
+
+function renderStats(stats) {
+  const lane = stats.lane;
+  const laneEl = document.getElementById("box-lane");
+  laneEl.textContent = lane.busy ? `추론 중 (리뷰 ${lane.current_batch}개)` : "쉬는 중";
+  laneEl.className = lane.busy ? "busy" : "idle";
+  laneEl.dataset.busy = String(lane.busy);
+  setText("box-pending", `${lane.pending_reviews}개`);
+  setText("box-service", `리뷰당 ${lane.service_s_per_review.toFixed(2)}초`);
+  for (const { name } of PATHS.filter((p) => p.seats)) {
+    const seated = stats.paths[name];
+    setText("box-seats", `${seated.seats_taken} / ${seated.capacity} (추론 ${seated.in_flight} + 대기 ${seated.waiting})`);
+  }
+  const jobs = stats.jobs;
+  setText("box-jobs", `대기 ${jobs.queued || 0} · 실행 ${jobs.running || 0} · 완료 ${jobs.done || 0}`);
+  const memory = document.getElementById("box-memory");
+  memory.dataset.rssBytes = String(stats.process.rss_bytes);
+  memory.textContent = mib(stats.process.rss_bytes);
+  setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
+  // `box` is there once the box (app/box) reports on /api/stats; the panel works without it.
+  const box = stats.box;
+  if (box && box.last_death) {
+    const cause = box.last_death.cause === "memory_cap" ? "메모리 상한" : box.last_death.cause;
+    setText("box-death", `상자가 죽었습니다 (${cause}) → 다시 살아남 (${box.incarnation}번째)`);
+    document.getElementById("box-death").hidden = false;
+  }
+  if (box && deaths !== undefined && box.deaths > deaths) {
+    deaths = box.deaths;
+    for (const listener of deathListeners) listener();
+  }
+  if (box) deaths = box.deaths;
+  const body = document.getElementById("box-paths");
+  body.replaceChildren(
+    ...PATHS.map(({ name, label }) => {
+      const tr = document.createElement("tr");
+      const p = stats.paths[name];
+      Object.assign(tr.dataset, { path: name, inFlight: String(p.in_flight), waiting: String(p.waiting) });
+      for (const value of [label, p.in_flight, p.waiting, sum(stats.rejections[name])]) {
+        const td = document.createElement("td");
+        td.textContent = String(value);
+        tr.append(td);
+      }
+      return tr;
+    }),
+  );
+}
+
+function received(stats, via) {
+  const now = performance.now();
+  channel = via;
+  for (const recording of recordings) recording.observe(stats, now, channel);
+  last = stats;
+  lastAt = now;
+  renderStats(stats);
+  for (const recording of recordings) renderRecording(recording.snapshot(channel));
+  showAge();
+}
+
+// ---------------------------------------------------------------- freshness
+function showAge() {
+  const panel = document.getElementById("box-panel");
+  const age = lastAt === null ? null : performance.now() - lastAt;
+  const stale = age === null || age > STALE_AFTER_MS;
+  panel.dataset.channel = channel;
+  panel.dataset.stale = String(stale);
+  panel.dataset.ageMs = age === null ? "" : age.toFixed(0);
+  document.getElementById("box-updated").textContent =
+    lastAt === null ? "연결 중…" : stale ? `${(age / 1000).toFixed(0)}초 전 값 (오래됨)` : "실시간";
+  const how =
+    channel === "websocket"
+      ? "WebSocket으로 0.5초마다 받음"
+      : channel === "polling"
+        ? "WebSocket이 안 되어 1초마다 묻는 중: 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다"
+        : "연결 중";
+  setText("box-age", age === null ? how : `${(age / 1000).toFixed(1)}초 전 값 · ${how}`);
+}
+
+// ---------------------------------------------------------------- channels
+function openSocket() {
+  let opened = false;
+  let socket;
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/stats/live`;
+  try {
+    socket = new WebSocket(url);
+  } catch {
+    startPolling();
+    return;
+  }
+  socket.addEventListener("open", () => {
+    opened = true;
+    stopPolling();
+  });
+  socket.addEventListener("message", (event) => received(JSON.parse(event.data), "websocket"));
+  socket.addEventListener("close", () => {
+    for (const recording of recordings) recording.lost = true;
+    if (opened) channel = "polling";
+    startPolling();
+    setTimeout(openSocket, RECONNECT_EVERY_MS);
+  });
+}
+
+function startPolling() {
+  if (pollTimer === null) pollTimer = setTimeout(poll, 0);
+}
+
+function stopPolling() {
+  clearTimeout(pollTimer);
+  pollTimer = null;
+}
+
+async function poll() {
+  try {
+    const response = await fetch("/api/stats", { cache: "no-store", priority: "high" });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const stats = await response.json();
+    if (pollTimer !== null) received(stats, "polling");
+  } catch (err) {
+    setText("box-updated", `연결 끊김 (${err.message})`);
+  }
+  if (pollTimer !== null) pollTimer = setTimeout(poll, POLL_EVERY_MS);
+}
+
+// ---------------------------------------------------------------- per-burst records
+function renderRecording(snapshot) {
+  const line = document.getElementById("box-burst");
+  line.hidden = false;
+  line.textContent = `이번 발사: ${describeRecording(snapshot)}`;
+  line.dataset.record = JSON.stringify(snapshot);
+}
+
+/** Call when a burst starts; call stop() on the result when it ends, to get what the panel saw. */
+export function record() {
+  const recording = new Recording(last, lastAt);
+  recordings.add(recording);
+  renderRecording(recording.snapshot(channel));
+  return {
+    stop() {
+      recordings.delete(recording);
+      const snapshot = recording.snapshot(channel);
+      renderRecording(snapshot);
+      document.getElementById("box-burst").textContent = `마지막 발사: ${describeRecording(snapshot)}`;
+      return snapshot;
+    },
+  };
+}
+
+/** Starts the panel: the socket (or polling) and the age shown four times a second. */
+export function startPanel() {
+  setInterval(showAge, 250);
+  openSocket();
+}

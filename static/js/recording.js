@@ -1,0 +1,85 @@
+// What the status panel saw during one burst, and the one Korean line that describes it (shown under
+// the burst's summary and on its comparison card, and kept with the saved burst).
+import { PATHS } from "./paths.js";
+
+const MIB = 2 ** 20;
+export const mib = (bytes) => `${(bytes / MIB).toFixed(0)} MiB`;
+const incarnation = (stats) => (stats.box && stats.box.incarnation != null ? stats.box.incarnation : null);
+
+/**
+ * What the panel saw during one burst: peak RSS (and RSS before), the peak waiting and in-flight
+ * count per path, whether the lane was ever busy, the longest gap between updates, and whether the
+ * box restarted (its incarnation changed; null when /api/stats does not say).
+ * `last` and `lastAt` are the panel's latest /api/stats body and when it came (null before any).
+ */
+export class Recording {
+  constructor(last, lastAt) {
+    this.startedAt = performance.now();
+    this.lastSeenAt = lastAt;
+    this.maxGapMs = 0;
+    this.updates = 0;
+    this.lost = false;
+    this.before = last;
+    this.peakRss = last ? last.process.rss_bytes : null;
+    this.peakWaiting = {};
+    this.peakInFlight = {};
+    this.laneBusy = false;
+    this.channels = new Set();
+  }
+
+  /** One /api/stats body that arrived at `now` over `channel` ("websocket" or "polling"). */
+  observe(stats, now, channel) {
+    this.maxGapMs = Math.max(this.maxGapMs, now - Math.max(this.startedAt, this.lastSeenAt ?? this.startedAt));
+    this.lastSeenAt = now;
+    this.updates += 1;
+    this.channels.add(channel);
+    this.after = stats;
+    this.peakRss = Math.max(this.peakRss ?? 0, stats.process.rss_bytes);
+    this.laneBusy = this.laneBusy || stats.lane.busy;
+    for (const [path, p] of Object.entries(stats.paths)) {
+      this.peakWaiting[path] = Math.max(this.peakWaiting[path] || 0, p.waiting);
+      this.peakInFlight[path] = Math.max(this.peakInFlight[path] || 0, p.in_flight);
+    }
+  }
+
+  /** The record so far; `channel` is the panel's channel now, named if nothing arrived yet. */
+  snapshot(channel) {
+    const now = performance.now();
+    const gap = now - Math.max(this.startedAt, this.lastSeenAt ?? this.startedAt);
+    const first = this.before ? incarnation(this.before) : null;
+    const latest = this.after ? incarnation(this.after) : null;
+    return {
+      updates: this.updates,
+      maxGapMs: Math.round(Math.max(this.maxGapMs, gap)),
+      channel: [...this.channels].join("+") || channel,
+      lostSocket: this.lost,
+      rssBeforeBytes: this.before ? this.before.process.rss_bytes : null,
+      peakRssBytes: this.peakRss,
+      peakWaiting: { ...this.peakWaiting },
+      peakInFlight: { ...this.peakInFlight },
+      laneBusy: this.laneBusy,
+      boxDied: first === null || latest === null ? null : latest !== first,
+      lastDeath: this.after && this.after.box ? this.after.box.last_death ?? null : null,
+    };
+  }
+}
+
+/** One line for a burst's record, in Korean; shared with the comparison cards. */
+export function describeRecording(r) {
+  if (!r) return "";
+  const parts = [];
+  if (r.peakRssBytes != null) {
+    const delta = r.rssBeforeBytes != null ? r.peakRssBytes - r.rssBeforeBytes : null;
+    const sign = delta != null && delta >= 0 ? "+" : "";
+    parts.push(`최대 RSS ${mib(r.peakRssBytes)}${delta != null ? ` (발사 전보다 ${sign}${(delta / MIB).toFixed(0)})` : ""}`);
+  }
+  const waiting = PATHS.filter(({ name }) => r.peakWaiting[name] > 0).map(
+    ({ name, number }) => `${number} ${r.peakWaiting[name]}`,
+  );
+  parts.push(`서버 최대 대기 ${waiting.length ? waiting.join(" · ") : "0"}`);
+  // Only when /api/stats reports the box's incarnation; otherwise a restart cannot be told from here.
+  if (r.boxDied !== null) parts.push(r.boxDied ? "⚠ 상자가 죽었다 다시 떴습니다" : "상자 살아 있음");
+  if (r.lostSocket) parts.push("발사 중 WebSocket이 끊김");
+  parts.push(`패널 갱신 ${r.updates}번, 최대 간격 ${(r.maxGapMs / 1000).toFixed(1)}초`);
+  return parts.join(" · ");
+}

@@ -1,0 +1,144 @@
+"""The path registry: every path describes itself once, and a fifth path shows up wherever the four do."""
+
+import dataclasses
+import importlib.util
+import sys
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import Request, Response
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.api.deps import ReviewText
+from app.api.predict import serve
+from app.lab import Lab
+from app.main import create_app
+from app.paths import Outcome
+from app.registry import PATHS, Knob, Load, PathSpec, routes
+from app.schema import PredictionOut
+from app.settings import Settings
+from tests.fakes import GatedScorer, fake_ranking
+from tests.server import ROOT
+
+FIFTH = PathSpec(
+    "lifo",
+    5,
+    "나중에 온 것 먼저",
+    "/api/lifo/predict",
+    (200, 429),
+    ("stack_full",),
+    (Knob("batch_max", 1, 64, "reviews"),),
+)
+
+
+class LastInFirstOut:
+    """A stand-in fifth path: answers at once, reports a fixed load so the test can find its numbers."""
+
+    spec = FIFTH
+    name = FIFTH.name
+    withdrawable = False
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    async def run(self, text: str) -> Outcome:
+        self.ran.append(text)
+        return Outcome(fake_ranking(text), 0.0, 0.001)
+
+    def load(self) -> Load:
+        return Load(in_flight=1, waiting=2, refusals={"stack_full": 3}, details={"depth": 2})
+
+
+def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() -> None:
+    assert [p.number for p in PATHS] == list(range(1, len(PATHS) + 1))
+    assert [p.label for p in PATHS] == ["① naive", "② limited", "③ batched", "④ tickets"]
+    assert len(routes()) == len({p.name for p in PATHS}) == len(PATHS)
+
+
+def test_students_burst_py_lists_the_registered_paths() -> None:
+    """static/burst.py stays standard-library only for students, so it keeps its own copy: held to the registry."""
+    spec = importlib.util.spec_from_file_location("burst_for_registry", ROOT / "static" / "burst.py")
+    assert spec is not None and spec.loader is not None
+    burst = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = burst  # dataclasses resolve their module while the class is built
+    spec.loader.exec_module(burst)
+    assert {p.name: (p.label, p.route) for p in PATHS} == burst.PATHS
+    assert {str(p.number): p.name for p in PATHS} == burst.PATH_ALIASES
+
+
+def test_every_knob_is_a_setting_whose_default_is_within_its_bounds() -> None:
+    defaults = Settings()
+    for path in PATHS:
+        for knob in path.knobs:
+            assert knob.setting in Settings.model_fields, knob
+            assert knob.low < knob.high, knob
+            assert knob.allows(float(getattr(defaults, knob.setting))), knob
+
+
+def test_each_route_a_path_names_is_a_documented_post_of_the_app() -> None:
+    documented = create_app(Settings(warmup=False)).openapi()["paths"]
+    for path in PATHS:
+        assert "post" in documented[path.route], path
+
+
+async def test_the_running_lab_has_the_registered_paths_in_order() -> None:
+    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+    async with LifespanManager(app):
+        lab: Lab = app.state.lab
+        assert tuple(p.spec for p in lab.paths) == PATHS
+        assert lab.routes == routes()
+
+
+@pytest.fixture
+async def fifth() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
+    """A lab whose paths are the four plus a fifth, with the fifth's route declared like the others."""
+    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+    path = LastInFirstOut()
+
+    @app.post(FIFTH.route, response_model=PredictionOut)
+    async def predict_lifo(text: ReviewText, request: Request, response: Response) -> PredictionOut:
+        return await serve(path, text, request, response)
+
+    async with LifespanManager(app) as manager:
+        lab: Lab = app.state.lab
+        app.state.lab = dataclasses.replace(lab, paths=(*lab.paths, path))
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://lab") as client:
+            yield client, path
+
+
+async def test_a_fifth_path_is_in_metrics_with_its_statuses_and_reasons_born_at_zero(
+    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+) -> None:
+    client, _ = fifth
+    text = (await client.get("/metrics")).text
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("review_requests_total", (("path", "lifo"), ("status", "200")))] == 0
+    assert samples[("review_requests_total", (("path", "lifo"), ("status", "429")))] == 0
+    assert samples[("review_in_flight", (("path", "lifo"),))] == 1
+    assert samples[("review_waiting", (("path", "lifo"),))] == 2
+    assert samples[("review_rejections_total", (("path", "lifo"), ("reason", "stack_full")))] == 3
+    assert samples[("review_wait_seconds_count", (("path", "lifo"),))] == 0
+    assert samples[("review_cache_hits_total", (("path", "lifo"),))] == 0
+
+
+async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
+    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+) -> None:
+    client, path = fifth
+    answer = await client.post(FIFTH.route, json={"text": "다섯 번째 길"})
+    assert answer.status_code == 200 and answer.json()["path"] == "lifo"
+    assert path.ran == ["다섯 번째 길"]
+    metrics = (await client.get("/metrics")).text
+    assert 'review_requests_total{path="lifo",status="200"} 1.0' in metrics
+    assert 'review_inference_seconds_count{path="lifo"} 1.0' in metrics
+    stats = (await client.get("/api/stats")).json()
+    assert list(stats["paths"]) == ["naive", "limited", "batched", "tickets", "lifo"]
+    assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
+    assert stats["rejections"]["lifo"] == {"stack_full": 3}
