@@ -160,6 +160,7 @@ def main() -> None:
     parser.add_argument("--child")
     parser.add_argument("--child-cost", type=int, default=0, help="rounds of the in-process cost comparison")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--no-pin", action="store_true", help="let the OS place it (a shared host's last core is busy)")
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
@@ -168,8 +169,14 @@ def main() -> None:
     if args.child_cost:
         print(json.dumps(child_cost(args.child_cost)), flush=True)
         return
-    core = bench_core()
-    meta = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "host": host_line(), "load_before": load()}
+    core = None if args.no_pin else bench_core()
+    meta = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "host": host_line(),
+        "load_before": load(),
+        "pinned_core": core,
+        "note": "shared machine: other helpers' builds, tests and benchmarks ran beside it",
+    }
     cost = run(["--child-cost", str(args.rounds)], core)
     print(json.dumps(cost), flush=True)
     runs = []
