@@ -4,14 +4,16 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.box.calibrate import slow_to_target
-from app.box.speed import SpeedLoop
+from app.box.speed import SpeedLoop, cost_relative_to
+from app.box.state import BoxState
 from app.cache import CacheSnapshot, ResultCache
+from app.give_back import malloc_trim
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
@@ -134,15 +136,15 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any], SpeedLoop |
         intra_op_threads=settings.intra_op_threads,
         max_tokens=settings.max_tokens,
         chunk_pairs=settings.pair_chunk,
+        memory=settings.memory_arena,
     )
     manifest = dict(model.manifest)
     scorer: Scorer = model
     speed: SpeedLoop | None = None
     if settings.box_slow and settings.box_seconds_per_review > 0:
-        state = settings.box_state
-        quota_dir, speed_file = (state.cpu_quota_dir, state.speed_file) if state else (None, None)
+        state = settings.box_state or BoxState()
         target, text = settings.box_seconds_per_review, warmup_text(settings)
-        scorer, calibration, speed = slow_to_target(model, text, target, quota_dir, speed_file)
+        scorer, calibration, speed = slow_to_target(model, text, target, state.cpu_quota_dir, state.speed_file)
         manifest["box_calibration"] = calibration.as_dict()
     if manifest.get("weights") != "real":
         log.warning(
@@ -151,16 +153,6 @@ def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any], SpeedLoop |
             model_dir,
         )
     return scorer, manifest, speed
-
-
-def cost_relative_to(clock: ServiceClock, chars: int) -> Callable[[int], float]:
-    """How much cheaper than a review of `chars` characters another review is, by the lane's length fit."""
-
-    def ratio(other: int) -> float:
-        fit = clock.length.fit
-        return 1.0 if fit is None else fit.seconds(1, chars) / max(fit.seconds(1, other), 1e-9)
-
-    return ratio
 
 
 def samples_by_length(settings: Settings) -> list[str]:
@@ -205,11 +197,8 @@ async def open_memory_guard(settings: Settings, scorer: Scorer) -> MemoryGuard |
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
-    speed: SpeedLoop | None = None
-    if scorer is None:
-        scorer, manifest, speed = load_scorer(settings)
-    else:
-        manifest = {"name": type(scorer).__name__, "weights": "fake"}
+    fake = {"name": type(scorer).__name__, "weights": "fake"}
+    scorer, manifest, speed = load_scorer(settings) if scorer is None else (scorer, fake, None)
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
@@ -220,14 +209,13 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
         if speed is not None:
-            speed.relative_cost = cost_relative_to(lane.clock, len(warmup_text(settings)))
-            speed.start()
+            speed.start(cost_relative_to(lane.clock.length, len(warmup_text(settings))))
         guard = await open_memory_guard(settings, scorer)
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
-        naive = NaiveRunner(scorer, guard)
+        naive = NaiveRunner(scorer, guard, malloc_trim if settings.memory_trim else None)
         limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s)
         batcher = MicroBatcher(
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.box.meter import ReviewMeter, Sample, median_solo_s
+from app.cost import LengthCost
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,16 @@ def bound_reason(fraction: float, measured_s: float | None, s: Setting) -> str |
     if fraction <= s.min_fraction and measured_s < s.target_s * (1 - DEADBAND):
         return f"a review takes {measured_s:.2f} s at the slowest legal setting: this host is too fast to slow further"
     return None
+
+
+def cost_relative_to(length: LengthCost, chars: int) -> Callable[[int], float]:
+    """How much cheaper than a review of `chars` characters another review is, by the lane's length fit."""
+
+    def ratio(other: int) -> float:
+        fit = length.fit
+        return 1.0 if fit is None else fit.seconds(1, chars) / max(fit.seconds(1, other), 1e-9)
+
+    return ratio
 
 
 class SpeedLoop:
@@ -169,7 +180,10 @@ class SpeedLoop:
             "at_bound": bound_reason(s.fraction, self.last_measured_s, s),
         }
 
-    def start(self, every_s: float = 1.0) -> None:
+    def start(self, relative_cost: Callable[[int], float] | None = None, every_s: float = 1.0) -> None:
+        """Run `tick` every `every_s` on a thread; `relative_cost` scales lengths once the lane has a fit."""
+        if relative_cost is not None:
+            self.relative_cost = relative_cost
         self._thread = threading.Thread(target=self._run, args=(every_s,), name="box-speed", daemon=True)
         self._thread.start()
 
