@@ -1,35 +1,44 @@
-"""Slow and idle clients: a deadline for each whole request to arrive, and a cap on open connections.
+"""One bound on every kind of connection: a request deadline, a cap on open connections, a share for live ones.
 
 uvicorn closes a connection only when it sits idle after an answer (`--timeout-keep-alive`, and
 any byte resets that timer): a socket that sends half a request line, or nothing, is kept
 forever, and 1,100 of them made /health fail under a 1,024 open-file limit.
 `--limit-concurrency` does not help: it counts those sockets too, and answers every real request
-503 once they reach it. So each connection here must deliver a whole request within
+503 once they reach it. So each connection must deliver a whole request within
 `request_timeout_s` of connecting or of its previous answer, and at `max_connections` the oldest
 connection still waiting for a request is closed to make room for the newcomer.
+
+Live connections (a WebSocket of /api/stats/live, an event stream) hold their socket for minutes
+and cannot be evicted: 512 of them filled a 512-descriptor box and /health failed (issue 20).
+They stay counted after an upgrade, and at most `max_live` of them (half the cap or less) are
+served at once, so the other half of the descriptors always takes requests.
 """
 
-import asyncio
 import json
-from typing import Any, ClassVar, Protocol
+from http import HTTPStatus
+from typing import Protocol
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from app.errors import TOO_MANY_CONNECTIONS, ErrorKind, error_body
 
-from app.errors import TOO_MANY_CONNECTIONS, error_body
+__all__ = ["REFUSAL", "TRY_AGAIN_LATER", "Connection", "ConnectionGuard", "LiveSeat", "raw_answer"]
 
-__all__ = ["Connection", "ConnectionGuard", "GuardedProtocol", "guarded"]
+# RFC 6455 §7.4 / IANA registry: 1013 "Try Again Later", the server is overloaded. The page falls
+# back to polling /api/stats on it instead of reconnecting at once.
+TRY_AGAIN_LATER = 1013
 
 
-def _refusal() -> bytes:
-    body = json.dumps(error_body(TOO_MANY_CONNECTIONS, "Every connection this box allows is busy; retry shortly."))
+def raw_answer(kind: ErrorKind, detail: str, *, retry_after_s: int | None = None) -> bytes:
+    """A whole HTTP/1.1 answer in the one error shape, for refusals made before any request reaches the app."""
+    body = json.dumps(error_body(kind, detail))
+    retry = "" if retry_after_s is None else f"retry-after: {retry_after_s}\r\n"
     head = (
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+        f"HTTP/1.1 {kind.status} {HTTPStatus(kind.status).phrase}\r\ncontent-type: application/json\r\n{retry}"
         f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n"
     )
     return (head + body).encode()
 
 
-REFUSAL = _refusal()
+REFUSAL = raw_answer(TOO_MANY_CONNECTIONS, "Every connection this box allows is busy; retry shortly.", retry_after_s=1)
 
 
 class Connection(Protocol):
@@ -39,16 +48,40 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-class ConnectionGuard:
-    """One per server: its open connections, oldest first, the two limits, and what they did."""
+class LiveSeat:
+    """One live connection's share of the bound; `release()` may be called more than once."""
 
-    def __init__(self, *, request_timeout_s: float, max_connections: int) -> None:
+    def __init__(self, guard: "ConnectionGuard") -> None:
+        self._guard: ConnectionGuard | None = guard
+
+    def release(self) -> None:
+        if self._guard is not None:
+            self._guard.live -= 1
+            self._guard = None
+
+
+class ConnectionGuard:
+    """One per app: its open connections, oldest first, the limits, and what they did."""
+
+    def __init__(self, *, request_timeout_s: float, max_connections: int, max_live: int) -> None:
         self.request_timeout_s = request_timeout_s
+        self._max_live_wanted = max_live
         self.max_connections = max_connections
+        self.max_live = self._live_cap(max_connections)
         self._open: dict[Connection, None] = {}  # a dict keeps arrival order
+        self.live = 0  # WebSockets and event streams being served now
         self.timed_out = 0  # closed: no whole request within the deadline
         self.evicted = 0  # closed to make room: the oldest still waiting for a request
         self.refused = 0  # newcomers answered 503: every open connection had a request in progress
+        self.refused_live = 0  # live sockets refused: `max_live` already served
+
+    def _live_cap(self, max_connections: int) -> int:
+        return max(1, min(self._max_live_wanted, max_connections // 2))
+
+    def fit(self, max_connections: int) -> None:
+        """Lower the caps to what the open-file limit allows (app/serve.py)."""
+        self.max_connections = max_connections
+        self.max_live = self._live_cap(max_connections)
 
     @property
     def open(self) -> int:
@@ -70,69 +103,10 @@ class ConnectionGuard:
     def forget(self, connection: Connection) -> None:
         self._open.pop(connection, None)
 
-
-class GuardedProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a request deadline; armed exactly while a request is awaited."""
-
-    guard: ClassVar[ConnectionGuard]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline: asyncio.TimerHandle | None = None
-
-    @property
-    def waiting(self) -> bool:
-        """No request in progress: the client owes us a whole request (the first, or the next one)."""
-        return self._deadline is not None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if not self.guard.admit(self):
-            transport.write(REFUSAL)
-            transport.close()
-            return
-        self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        self.guard.forget(self)
-        super().connection_lost(exc)
-
-    def on_message_complete(self) -> None:
-        self._disarm()  # the whole request is here; answering it may take as long as it takes
-        super().on_message_complete()
-
-    def on_response_complete(self) -> None:
-        idle_next = not self.pipeline  # else a request already received starts now
-        super().on_response_complete()
-        if idle_next and not self.transport.is_closing():
-            self._arm()
-
-    def handle_websocket_upgrade(self) -> None:
-        self._disarm()  # a WebSocket is another protocol from here on, outside the deadline and the cap
-        self.guard.forget(self)
-        super().handle_websocket_upgrade()
-
-    def close(self) -> None:
-        self._disarm()
-        self.guard.forget(self)
-        self.transport.close()
-
-    def _arm(self) -> None:
-        if self._deadline is None:
-            self._deadline = self.loop.call_later(self.guard.request_timeout_s, self._too_slow)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _too_slow(self) -> None:
-        self._deadline = None
-        self.guard.timed_out += 1
-        self.close()
-
-
-def guarded(guard: ConnectionGuard) -> type[GuardedProtocol]:
-    """The protocol class for `uvicorn.Config(http=...)`, bound to one server's guard."""
-    return type("LabProtocol", (GuardedProtocol,), {"guard": guard})
+    def live_seat(self) -> LiveSeat | None:
+        """A seat for one more WebSocket or event stream, or None: `max_live` are served already."""
+        if self.live >= self.max_live:
+            self.refused_live += 1
+            return None
+        self.live += 1
+        return LiveSeat(self)

@@ -59,15 +59,32 @@ def field_name(loc: tuple[int | str, ...] | list[int | str]) -> str:
     return ".".join(parts)
 
 
+# A 422 lists at most this many problems, each part of a location cut to LOC_PART_CHARS: 1,500
+# unknown keys in a 14 KB body made a 132 KB answer (issue 20), a 9.5x amplifier.
+MAX_FIELDS = 10
+LOC_PART_CHARS = 64
+
+
+def _loc_part(part: int | str) -> int | str:
+    return part if isinstance(part, int) or len(part) <= LOC_PART_CHARS else part[:LOC_PART_CHARS] + "…"
+
+
 def validation_response(exc: RequestValidationError) -> JSONResponse:
-    """One sentence naming the first problem; every problem under `fields`, without echoing the input."""
+    """One sentence naming the first problem; the first MAX_FIELDS under `fields`, without echoing the input."""
     errors = list(exc.errors())
     fields = [
-        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))} for e in errors
+        {
+            "loc": [_loc_part(part) for part in e.get("loc", ())],
+            "msg": str(e.get("msg", ""))[:200],
+            "type": str(e.get("type", "")),
+        }
+        for e in errors[:MAX_FIELDS]
     ]
     if errors:
         first = errors[0]
-        detail = f"`{field_name(first.get('loc', ('body',)))}`: {first.get('msg', 'invalid')}."
+        detail = f"`{field_name([_loc_part(p) for p in first.get('loc', ('body',))])}`: {first.get('msg', 'invalid')}."
+        if len(errors) > MAX_FIELDS:
+            detail += f" {len(errors)} problems in all; the first {MAX_FIELDS} are listed."
     else:
         detail = "The request does not match the schema."
     return SafeJSONResponse(error_body(INVALID_REQUEST, detail, fields=fields), status_code=INVALID_REQUEST.status)

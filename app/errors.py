@@ -24,6 +24,8 @@ METHOD_NOT_ALLOWED = ErrorKind(405, "method_not_allowed", "The route exists but 
 IDEMPOTENCY_KEY_REUSED = ErrorKind(409, "idempotency_key_reused", "Idempotency-Key already used with another body.")
 JOB_ALREADY_FINISHED = ErrorKind(409, "job_already_finished", "The job has already ended.")
 BODY_TOO_LARGE = ErrorKind(413, "body_too_large", "The body is over the size cap.")
+URI_TOO_LONG = ErrorKind(414, "uri_too_long", "The request line is over its cap (LAB_MAX_REQUEST_LINE_BYTES).")
+HEADERS_TOO_LARGE = ErrorKind(431, "headers_too_large", "Too many header fields, or too many bytes of them.")
 INVALID_REQUEST = ErrorKind(422, "invalid_request", "The body or query does not match the schema; see `fields`.")
 INVALID_REVIEW = ErrorKind(422, "invalid_review", "The review text is blank, invisible, overlong or not valid Unicode.")
 INVALID_JOB = ErrorKind(422, "invalid_job", "A ticket option is out of bounds.")
@@ -49,6 +51,8 @@ TABLE: tuple[ErrorKind, ...] = (
     IDEMPOTENCY_KEY_REUSED,
     JOB_ALREADY_FINISHED,
     BODY_TOO_LARGE,
+    URI_TOO_LONG,
+    HEADERS_TOO_LARGE,
     INVALID_REQUEST,
     INVALID_REVIEW,
     INVALID_JOB,
@@ -169,6 +173,12 @@ class IdempotencyConflict(LabError):
     """The Idempotency-Key was already used with a different body."""
 
     kind = IDEMPOTENCY_KEY_REUSED
+
+
+class TooManyConnections(LabError):
+    """Every live seat (WebSockets and event streams) is taken: app/connections.py."""
+
+    kind = TOO_MANY_CONNECTIONS
 
 
 class JobAlreadyFinished(LabError):

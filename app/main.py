@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from app.api import docs, info, live, page, predict, tickets
 from app.box.report import BoxCollector
 from app.collector import lab_registry
+from app.connections import ConnectionGuard
 from app.error_handlers import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
 from app.middleware import LabMiddleware
@@ -27,6 +28,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
             app.state.lab = lab
             yield
             del app.state.lab
+        await app.state.live_stats.close()
 
     app = FastAPI(
         title="리뷰 분석 과부하 실습 (review lab)",
@@ -37,12 +39,21 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         openapi_url="/api/openapi.json",
         redoc_url=None,
         default_response_class=SafeJSONResponse,
+        # A redirect to the slash-less route would name the client's own Host header (issue 20): a 404 instead.
+        redirect_slashes=False,
     )
     app.state.settings = settings
+    # Counts every connection when served by app.serve; the live routes take their seats from it.
+    app.state.connections = ConnectionGuard(
+        request_timeout_s=settings.request_timeout_s,
+        max_connections=settings.max_connections,
+        max_live=settings.max_live_connections,
+    )
 
     def current_lab() -> Lab | None:
         return getattr(app.state, "lab", None)
 
+    app.state.live_stats = live.stats_ticker(app)
     app.state.registry, app.state.collector = lab_registry(current_lab)
 
     def current_speed() -> dict[str, Any] | None:

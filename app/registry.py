@@ -37,6 +37,11 @@ class PathSpec:
     statuses: tuple[int, ...]  # the answers it is built to give, exported at 0 from the start
     refusals: tuple[str, ...]  # its reasons in review_rejections_total, exported at 0 from the start
     knobs: tuple[Knob, ...] = ()
+    # For the page: what it trades away (a sentence of static/js/compare.js), whether its answers carry
+    # X-Batch-Size (the mean batch is shown) and whether its /api/stats entry has seats_taken/capacity.
+    gives_up: str = "requests"
+    batches: bool = False
+    seats: bool = False
 
     @property
     def mark(self) -> str:
@@ -46,6 +51,11 @@ class PathSpec:
     @property
     def label(self) -> str:
         return f"{self.mark} {self.name}"
+
+    @property
+    def answer(self) -> str:
+        """ "ticket" if it answers 202 with a ticket to follow, else "direct" (the result in the answer)."""
+        return "ticket" if 202 in self.statuses else "direct"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +77,29 @@ class LabPath(Protocol):
     def load(self) -> Load: ...
 
 
-# Display order. Each line is a whole path as the rest of the lab sees it.
+# Display order. Each entry is a whole path as the rest of the lab sees it.
 PATHS: tuple[PathSpec, ...] = (
-    PathSpec("naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
-             (Knob("naive_memory_guard", 0, 1, "on/off"),)),
-    PathSpec("limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
-             ("seats_full", "waited_too_long"),
-             (Knob("limited_seats", 0, 50, "seats"), Knob("limited_max_wait_s", 1, 120, "s"))),
-    PathSpec("batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
-             (Knob("batch_window_s", 0, 1, "s"), Knob("batch_max", 1, 64, "reviews"),
-              Knob("batch_max_wait_s", 0, 120, "s"))),
-    PathSpec("tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
-             (Knob("queue_max_jobs", 1, 1000, "jobs"),)),
+    PathSpec(
+        "naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
+        (Knob("naive_memory_guard", 0, 1, "on/off"),),
+        gives_up="fast_answers",
+    ),
+    PathSpec(
+        "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
+        ("seats_full", "waited_too_long"),
+        (Knob("limited_seats", 0, 50, "seats"), Knob("limited_max_wait_s", 1, 120, "s")),
+        gives_up="requests", seats=True,
+    ),
+    PathSpec(
+        "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
+        (Knob("batch_window_s", 0, 1, "s"), Knob("batch_max", 1, 64, "reviews"), Knob("batch_max_wait_s", 0, 120, "s")),
+        gives_up="own_pace", batches=True,
+    ),
+    PathSpec(
+        "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
+        (Knob("queue_max_jobs", 1, 1000, "jobs"),),
+        gives_up="one_answer",
+    ),
 )  # fmt: skip
 
 

@@ -4,10 +4,10 @@ Limits come from Settings: `check_text` enforces them per request, `document` wr
 numbers into the OpenAPI document and into every route summary that names one (`{seats}`).
 """
 
-import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+import regex
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
 from app.errors import TABLE, InvalidReview, LabError
 from app.jobs.models import JobStatus, WebhookState
@@ -19,18 +19,30 @@ MAX_FOLLOWED_JOBS = 100  # one stream for a whole burst (the page fires at most 
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 
-# Characters nobody can see: controls, whitespace, zero-width and format characters, BOM, and the
-# Hangul fillers. Written with \u escapes only, so Python's `re` and the JSON Schema (ECMA-262)
-# pattern read the same class; a review must hold at least one character outside it.
-INVISIBLE = (
-    r"\u0000-\u0020\u007f-\u00a0\u00ad\u061c\u115f\u1160\u1680\u180e\u2000-\u200f"
-    r"\u2028-\u202f\u205f-\u206f\u2800\u3000\u3164\ufeff\uffa0\ufff9-\ufffb"
-)
+# Characters nobody can see: Unicode's Default_Ignorable_Code_Point (zero-width and format characters,
+# BOM, variation selectors, the Hangul fillers, tag characters), White_Space, controls, and the few
+# that draw nothing yet are in none of these (braille blank, interlinear annotation marks). The
+# properties come from the `regex` module's copy of the Unicode Character Database, updated with each
+# Unicode release: Python's unicodedata has no Default_Ignorable_Code_Point. A review must hold at
+# least one character outside the class.
+INVISIBLE_CLASS = r"\p{Default_Ignorable_Code_Point}\p{White_Space}\p{Cc}\u2800\ufff9-\ufffb"
+_VISIBLE = regex.compile(f"[^{INVISIBLE_CLASS}]")
+
+
+def bmp_ranges(char_class: str) -> str:
+    """`char_class` within the BMP as `\\u` ranges, which Python's `re` and a JSON Schema (ECMA-262)
+    pattern read the same way; characters beyond the BMP are checked by the server only."""
+    bmp = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+    ranges = [(m.group()[0], m.group()[-1]) for m in regex.finditer(f"[{char_class}]+", bmp)]
+    return "".join(f"\\u{ord(a):04x}" if a == b else f"\\u{ord(a):04x}-\\u{ord(b):04x}" for a, b in ranges)
+
+
+INVISIBLE = bmp_ranges(INVISIBLE_CLASS)
 VISIBLE_PATTERN = f"[^{INVISIBLE}]"
-_VISIBLE = re.compile(VISIBLE_PATTERN)
 TEXT_RULE = (
     "The review, in Korean. It must be valid Unicode (no lone surrogates) and hold at least one visible "
-    "character (not only spaces, controls, zero-width characters or BOMs); it is trimmed of surrounding "
+    "character (not only spaces, controls, or Unicode default-ignorable characters such as zero-width spaces, "
+    "BOMs, variation selectors and tags); it is trimmed of surrounding "
     "whitespace, then may have at most `maxLength` characters."
 )
 
@@ -52,7 +64,7 @@ def check_text(text: str, max_chars: int) -> str:
     if not trimmed:
         raise InvalidReview("`text` is blank: send the review to score.")
     if _VISIBLE.search(trimmed) is None:
-        raise InvalidReview("`text` has no visible character (only controls, zero-width characters or BOMs).")
+        raise InvalidReview("`text` has no visible character (only spaces, controls or default-ignorable characters).")
     if len(trimmed) > max_chars:
         raise InvalidReview(f"`text` has {len(trimmed)} characters; the limit is {max_chars}.")
     return trimmed
@@ -76,7 +88,8 @@ class JobIn(ReviewIn):
         description="POSTed a signed payload (Standard Webhooks) when the job ends; public http(s) addresses only.",
         json_schema_extra={"format": "uri", "maxLength": MAX_URL_CHARS},
     )
-    max_time_in_queue_s: float | None = Field(
+    # Strict like `text`: "10" and true are refused, not coerced (a number, integer or not).
+    max_time_in_queue_s: StrictFloat | None = Field(
         None, description="Expire the job if it is still queued after this many seconds (bounded by the server)."
     )
 

@@ -10,11 +10,13 @@ import logging
 import math
 import resource
 import socket
+import sys
 
 import uvicorn
 from fastapi import FastAPI
 
-from app.connections import ConnectionGuard, guarded
+from app.connections import ConnectionGuard
+from app.protocol import GuardedWebSockets, HeadLimits, guarded
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("app.serve")
@@ -61,22 +63,35 @@ class LabServer(uvicorn.Server):
 
 
 def server(app: FastAPI, settings: Settings, *, host: str, port: int, fd: int | None, log_level: str) -> LabServer:
-    guard = ConnectionGuard(
-        request_timeout_s=settings.request_timeout_s,
-        max_connections=connections_that_fit(settings.max_connections),
-    )
+    guard: ConnectionGuard = app.state.connections  # the app's, so its live routes count against the same bound
+    guard.fit(connections_that_fit(settings.max_connections))
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         fd=fd,
-        http=guarded(guard),
+        http=guarded(guard, HeadLimits.of(settings)),
+        ws=GuardedWebSockets,
         lifespan="on",
         access_log=False,
         log_level=log_level,
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
     )
     return LabServer(config, app)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """Bound before the app is built, so a port in use is said in one line at once, not after loading the model."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,9 +102,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, default=None, help="serve this listening socket instead (the box's)")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
+    sockets = None
+    if args.fd is None:
+        try:
+            sockets = [listening_socket(args.host, args.port)]
+        except OSError as err:
+            sys.exit(f"app.serve: cannot listen on {args.host}:{args.port}: {err.strerror or err}.")
     from app.main import app  # built here, so --help needs no app
 
-    server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level).run()
+    server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level).run(sockets=sockets)
 
 
 if __name__ == "__main__":

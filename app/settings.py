@@ -12,6 +12,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = PROJECT_ROOT / "models"
 REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
 TWIN_MODEL_DIR = MODELS_DIR / "bge-reranker-base-twin-int8"
+MEMORY_CAP_BYTES = int(1.2 * 2**30)  # the box's memory: the cap `just serve` enforces and benchmarks measure against
 
 
 class Settings(BaseSettings):
@@ -88,7 +89,7 @@ class Settings(BaseSettings):
     # when current RSS plus one inference's measured memory would pass the cap.
     naive_memory_guard: bool = False
     # The box's memory cap, enforced by a cgroup or a watchdog (0 = none); the guard's cap too.
-    memory_cap_bytes: int = int(1.2 * 2**30)
+    memory_cap_bytes: int = MEMORY_CAP_BYTES
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0
@@ -107,6 +108,18 @@ class Settings(BaseSettings):
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000
+    # WebSockets and event streams served at once, at most half of max_connections (after it is
+    # lowered), so the other half always takes requests; past it a WebSocket is closed with 1013.
+    max_live_connections: int = 500
+    # A request's head: the request line, then the header fields (count and bytes: name + value).
+    # nginx's request line and h11's whole head are 8 KiB and 16 KiB by default; Apache allows 100 fields.
+    max_request_line_bytes: int = 8192
+    max_header_bytes: int = 16_384
+    max_header_count: int = 100
+    # After an early answer (413, 431) the rest of what the client sends is read and thrown away,
+    # up to this many bytes or seconds, so it reads the answer instead of a reset (nginx's lingering close).
+    linger_bytes: int = 4 * 2**20
+    linger_s: float = 5.0
 
     def resolved_model_dir(self) -> Path:
         """The folder to serve: explicit setting first, then real weights, then the twin."""

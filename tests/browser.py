@@ -2,15 +2,11 @@
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "browser"]
-
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's: Playwright's own browser download cannot reach the internet here
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+from app.bench.local import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

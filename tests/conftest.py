@@ -1,22 +1,26 @@
 """App fixtures: a lab with a fake scorer, driven in-process with its lifespan running; the Redis rule."""
 
 import functools
+import importlib.util
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from app.bench.local import redis_address
 from app.main import create_app
-from app.settings import Settings
+from app.settings import PROJECT_ROOT, Settings
 from tests.fakes import GatedScorer
 
-REDIS_ADDRESS = ("127.0.0.1", 6379)  # the one every Redis test uses (tests/jobs/conftest.py REDIS_URL)
+REDIS_ADDRESS = redis_address()  # the one every Redis test uses (LAB_TEST_REDIS_URL, app/bench/local.py)
 
 LabClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -38,6 +42,17 @@ def lab_client(tmp_path: Path) -> LabClientFactory:
                 yield client
 
     return open_client
+
+
+@functools.cache
+def students_burst() -> ModuleType:
+    """static/burst.py imported as a module (it is a standalone script for students, not a package module)."""
+    spec = importlib.util.spec_from_file_location("burst", PROJECT_ROOT / "static" / "burst.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["burst"] = module  # dataclasses resolve their module while the class is built
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.cache

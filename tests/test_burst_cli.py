@@ -1,6 +1,5 @@
 """burst.py, the students' standard-library burst, run as they run it against a real server."""
 
-import importlib.util
 import json
 import re
 import shutil
@@ -12,7 +11,9 @@ from types import ModuleType
 
 import pytest
 
-from tests.server import ROOT, LiveServer, free_port, live_server, slowed
+from app.bench.live import ROOT, LiveServer, live_server, slowed
+from app.bench.serverproc import free_port
+from tests.conftest import students_burst
 
 BURST_PY = ROOT / "static" / "burst.py"
 SECONDS_PER_REVIEW = 0.3
@@ -33,12 +34,7 @@ def server() -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def burst() -> ModuleType:
     """burst.py imported as a module: the lead's benchmark reuses its functions the same way."""
-    spec = importlib.util.spec_from_file_location("burst", BURST_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["burst"] = module  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return students_burst()
 
 
 def run_burst(*args: str) -> subprocess.CompletedProcess[str]:

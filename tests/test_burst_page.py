@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Request, Route
 
+from app.bench.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser
-from tests.server import ROOT, LiveServer, live_server, slowed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)

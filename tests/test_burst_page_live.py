@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
+from app.bench.live import LiveServer, live_server, slowed
 from tests.browser import browser
-from tests.server import LiveServer, live_server, slowed
 from tests.test_burst_page import SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -15,7 +15,7 @@ class FakeConnection:
 
 
 def test_at_the_cap_the_oldest_waiting_connection_makes_room() -> None:
-    guard = ConnectionGuard(request_timeout_s=1, max_connections=3)
+    guard = ConnectionGuard(request_timeout_s=1, max_connections=3, max_live=1)
     busy, oldest_idle, newer_idle = FakeConnection(False), FakeConnection(True), FakeConnection(True)
     for connection in (busy, oldest_idle, newer_idle):
         assert guard.admit(connection)
@@ -26,7 +26,7 @@ def test_at_the_cap_the_oldest_waiting_connection_makes_room() -> None:
 
 
 def test_when_every_connection_has_a_request_in_progress_the_newcomer_is_refused() -> None:
-    guard = ConnectionGuard(request_timeout_s=1, max_connections=2)
+    guard = ConnectionGuard(request_timeout_s=1, max_connections=2, max_live=1)
     busy = [FakeConnection(False), FakeConnection(False)]
     for connection in busy:
         assert guard.admit(connection)

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Route, expect
 
+from app.bench.live import LiveServer, live_server
 from tests.browser import browser
-from tests.server import LiveServer, live_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.server import LiveServer, live_server, slowed
+from app.bench.live import LiveServer, live_server, slowed
+from app.bench.measure import server_timing
 
 # Starts a real uvicorn server in a subprocess.
 pytestmark = pytest.mark.slow
@@ -20,8 +21,7 @@ def server() -> Iterator[LiveServer]:
 
 
 def timing(response: httpx.Response) -> dict[str, float]:
-    parts = (item.strip().split(";dur=") for item in response.headers["Server-Timing"].split(","))
-    return {name: float(value) for name, value in parts}
+    return server_timing(response.headers["Server-Timing"])
 
 
 def test_model_is_the_tiny_one_and_says_random(server: LiveServer) -> None:

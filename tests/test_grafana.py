@@ -9,14 +9,14 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.bench.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
+from app.bench.live import live_server
+from app.bench.prometheus import PrometheusServer, prometheus_binary, running_prometheus
+from app.bench.traffic import BURST_SETTINGS, fire_bursts
 from app.main import create_app
 from app.registry import PATHS
 from app.settings import Settings
-from tests.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
 from tests.fakes import GatedScorer
-from tests.prometheus import PrometheusServer, prometheus_binary, running_prometheus
-from tests.server import live_server
-from tests.traffic import BURST_SETTINGS, fire_bursts
 
 NAMES = [p.name for p in PATHS]
 SIXTH_STEP_PANELS = ("처리 중", "대기", "거절", "기다린 시간", "배치 크기")

@@ -1,10 +1,12 @@
-"""The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places.
+"""The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places,
+the paths listed in one place only, and nothing outside tests/ leaning on a test module.
 
 Read from the source with `ast` (nothing is imported), counting every import a module makes,
 at the top or inside a function, so a lazy import cannot hide a cycle.
 """
 
 import ast
+import re
 from pathlib import Path
 
 APP = Path(__file__).parents[1] / "app"
@@ -101,3 +103,92 @@ def test_server_modules_are_under_250_lines() -> None:
     lines = {name: len(path.read_text("utf-8").splitlines()) for name, path in server.items()}
     assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
     assert "app.lane" in server and "app.bench.load" not in server
+
+
+ROOT = APP.parent
+PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/registry.py registers (checked below)
+# The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
+# app/bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
+MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py", ROOT / "app" / "bench" / "traffic.py"}
+
+
+def path_lists(tree: ast.AST) -> list[int]:
+    """Lines of literal tuples, lists, sets or dict keys naming three or more of the paths: a hand-made path list."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            items: list[ast.expr | None] = list(node.keys)
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = list(node.elts)
+        else:
+            continue
+        names = {item.value for item in items if isinstance(item, ast.Constant) and item.value in PATH_NAMES}
+        if len(names) >= 3:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_path_finder_finds_a_hand_made_list() -> None:
+    assert path_lists(
+        ast.parse('X = ("naive", "limited", "batched")\nY = {"tickets": 1, "naive": 2, "limited": 3}')
+    ) == [1, 2]
+    assert path_lists(ast.parse('X = ("naive", "limited")\nY = [p.name for p in PATHS]')) == []
+
+
+def test_the_registry_registers_the_names_this_check_looks_for() -> None:
+    from app.registry import PATHS
+
+    assert {p.name for p in PATHS} == PATH_NAMES
+
+
+def test_no_module_in_app_lists_the_paths_by_hand() -> None:
+    sources = [p for p in sorted(APP.rglob("*.py")) if p not in MAY_LIST_PATHS]
+    lists = {str(p.relative_to(ROOT)): lines for p in sources if (lines := path_lists(ast.parse(p.read_text("utf-8"))))}
+    assert lists == {}
+
+
+LITERAL_GROUP = re.compile(r"\[[^\[\]]*\]|\{[^{}]*\}")  # an innermost [...] or {...}
+QUOTED = re.compile(r"[\"'`](\w+)[\"'`]|\b(\w+)\s*:")  # a quoted word, or an object key
+
+
+def script_path_lists(code: str) -> list[str]:
+    """The innermost array or object literals of a script that name three or more of the paths."""
+    return [
+        group.group(0)[:80]
+        for group in LITERAL_GROUP.finditer(code)
+        if len({a or b for a, b in QUOTED.findall(group.group(0))} & PATH_NAMES) >= 3
+    ]
+
+
+def test_the_script_finder_finds_a_hand_made_list() -> None:
+    assert script_path_lists('const P = ["naive", "limited", "batched"];') == ['["naive", "limited", "batched"]']
+    assert script_path_lists("const L = { naive: 1, limited: 2, tickets: 3 };") != []
+    assert script_path_lists("const P = JSON.parse(block.textContent);") == []
+
+
+def test_no_script_in_static_lists_the_paths_by_hand() -> None:
+    scripts = [
+        p for p in sorted((ROOT / "static").rglob("*")) if p.suffix in {".js", ".py"} and p not in MAY_LIST_PATHS
+    ]
+    assert scripts, "no scripts found under static/"
+    lists = {str(p.relative_to(ROOT)): found for p in scripts if (found := script_path_lists(p.read_text("utf-8")))}
+    assert lists == {}
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_nothing_in_app_or_tools_imports_a_test_module() -> None:
+    sources = sorted([*APP.rglob("*.py"), *(ROOT / "tools").rglob("*.py")])
+    from_tests = {
+        str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m == "tests" or m.startswith("tests."))
+        for p in sources
+    }
+    assert {name: modules for name, modules in from_tests.items() if modules} == {}

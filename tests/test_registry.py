@@ -1,8 +1,8 @@
 """The path registry: every path describes itself once, and a fifth path shows up wherever the four do."""
 
 import dataclasses
-import importlib.util
-import sys
+import json
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -19,8 +19,8 @@ from app.paths import Outcome
 from app.registry import PATHS, Knob, Load, PathSpec, routes
 from app.schema import PredictionOut
 from app.settings import Settings
+from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
-from tests.server import ROOT
 
 FIFTH = PathSpec(
     "lifo",
@@ -59,11 +59,7 @@ def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() ->
 
 def test_students_burst_py_lists_the_registered_paths() -> None:
     """static/burst.py stays standard-library only for students, so it keeps its own copy: held to the registry."""
-    spec = importlib.util.spec_from_file_location("burst_for_registry", ROOT / "static" / "burst.py")
-    assert spec is not None and spec.loader is not None
-    burst = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = burst  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(burst)
+    burst = students_burst()
     assert {p.name: (p.label, p.route) for p in PATHS} == burst.PATHS
     assert {str(p.number): p.name for p in PATHS} == burst.PATH_ALIASES
 
@@ -142,3 +138,26 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     assert list(stats["paths"]) == ["naive", "limited", "batched", "tickets", "lifo"]
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
+
+
+async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
+    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+) -> None:
+    client, _ = fifth
+    html = (await client.get("/")).text
+    assert '<input type="radio" name="path" value="lifo"> ⑤ lifo <small>나중에 온 것 먼저</small>' in html
+    block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
+    assert block is not None
+    listed = json.loads(block.group(1))
+    assert [p["name"] for p in listed] == ["naive", "limited", "batched", "tickets", "lifo"]
+    assert listed[-1] | {"gives_up": "?"} == {
+        "name": "lifo",
+        "number": "⑤",
+        "label": "⑤ lifo",
+        "blurb": "나중에 온 것 먼저",
+        "route": "/api/lifo/predict",
+        "answer": "direct",
+        "gives_up": "?",
+        "batches": False,
+        "seats": False,
+    }

@@ -1,7 +1,6 @@
 """Slow and silent clients (real HTTP, `python -m app.serve`): each socket owes a whole request within
 LAB_REQUEST_TIMEOUT_S, and the open connections stay under the open-file limit, so /health answers."""
 
-import selectors
 import socket
 import time
 from urllib.parse import urlsplit
@@ -9,7 +8,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.server import serving
+from app.bench.live import serving
+from app.bench.sockets import closed_times
 
 # Starts a real server in a subprocess.
 pytestmark = pytest.mark.slow
@@ -27,28 +27,6 @@ def open_slow_sockets(port: int, n: int) -> list[socket.socket]:
             sock.sendall(b"GET /hea")
         sockets.append(sock)
     return sockets
-
-
-def closed_times(sockets: list[socket.socket], opened_at: float, limit_s: float) -> list[float]:
-    """Seconds from opening until the server closed each socket (EOF or reset), for those it closed."""
-    times = []
-    with selectors.DefaultSelector() as selector:
-        for sock in sockets:
-            sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ)
-        deadline = opened_at + limit_s
-        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            for key, _ in selector.select(timeout=left):
-                readable = key.fileobj
-                assert isinstance(readable, socket.socket)
-                try:
-                    closed = readable.recv(4096) == b""
-                except ConnectionResetError:
-                    closed = True
-                if closed:
-                    selector.unregister(readable)
-                    times.append(time.monotonic() - opened_at)
-    return sorted(times)
 
 
 def test_slow_and_silent_sockets_are_closed_and_health_answers_meanwhile() -> None:

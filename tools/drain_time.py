@@ -17,9 +17,9 @@ import time
 
 import httpx
 
+from app.bench.live import slowed
 from app.bench.serverproc import free_port, wait_healthy
 from app.settings import PROJECT_ROOT
-from tests.server import slowed
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 

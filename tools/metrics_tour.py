@@ -9,10 +9,10 @@ import asyncio
 import math
 import time
 
-from tests.dashboard import panel_queries
-from tests.prometheus import prometheus_binary, running_prometheus
-from tests.server import live_server
-from tests.traffic import BURST_SETTINGS, fire_bursts
+from app.bench.dashboard import panel_queries
+from app.bench.live import live_server
+from app.bench.prometheus import prometheus_binary, running_prometheus
+from app.bench.traffic import BURST_SETTINGS, fire_bursts
 
 
 def show(value: float) -> str:

@@ -4,24 +4,32 @@ Why a WebSocket and not a faster poll: during a burst the page's own requests ho
 browser's HTTP/1.1 connections to this host, so a poll of /api/stats waits behind them and the panel
 freezes at the very moment students look at it. Chromium keeps WebSockets out of that pool of six
 (measured in docs/burst-page.md), so one socket opened with the page keeps talking during any burst.
+
+Every socket sends the same text, built once per tick (app/fanout.py), and takes a live seat from
+the connection guard (app/connections.py): past `max_live` sockets, a newcomer is closed with 1013
+and the page polls GET /api/stats instead.
 """
 
 import asyncio
+import json
 import logging
 from contextlib import suppress
 from typing import Any
 
-from fastapi import APIRouter, WebSocket
+from fastapi import APIRouter, FastAPI, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from app.api import info
+from app.connections import TRY_AGAIN_LATER, ConnectionGuard
 from app.errors import WEBSOCKET_ONLY, error_body
+from app.fanout import Ticker
 from app.lab import Lab
 from app.schema import ErrorOut
 
 PUSH_EVERY_S = 0.5
 GOING_AWAY = 1001  # RFC 6455: the server is going down; the page falls back to polling, then reconnects
+FULL_REASON = "too_many_connections"  # the close reason with TRY_AGAIN_LATER (at most 123 bytes)
 
 router = APIRouter(tags=["info"])
 log = logging.getLogger(__name__)
@@ -30,6 +38,18 @@ log = logging.getLogger(__name__)
 async def stats_body(lab: Lab) -> dict[str, Any]:
     """Exactly what GET /api/stats answers, from the same snapshots."""
     return await info.lab_stats(lab)
+
+
+def stats_ticker(app: FastAPI) -> Ticker:
+    """The app's one builder of the live stats text; None once the lab is gone (the sockets then close)."""
+
+    async def build() -> str | None:
+        lab: Lab | None = getattr(app.state, "lab", None)
+        if lab is None:
+            return None
+        return json.dumps(await stats_body(lab), separators=(",", ":"), ensure_ascii=False)
+
+    return Ticker(build, PUSH_EVERY_S)
 
 
 @router.get(
@@ -51,26 +71,35 @@ async def stats_live_over_http() -> JSONResponse:
 
 @router.websocket("/api/stats/live")
 async def stats_live(websocket: WebSocket) -> None:
-    """Sends one stats JSON text message every PUSH_EVERY_S until the page leaves or the box stops.
+    """Sends the latest stats JSON text every PUSH_EVERY_S until the page leaves or the box stops.
 
-    The page sends nothing; reading is only how we learn that it went away.
+    The page sends nothing; reading is only how we learn that it went away (and drops what it sends).
     """
+    guard: ConnectionGuard = websocket.app.state.connections
+    seat = guard.live_seat()
     await websocket.accept()
-    pusher = asyncio.create_task(_push(websocket), name="stats-live-push")
+    if seat is None:
+        await websocket.close(code=TRY_AGAIN_LATER, reason=FULL_REASON)
+        return
+    pusher = asyncio.create_task(_push(websocket, websocket.app.state.live_stats), name="stats-live-push")
     try:
         while (await websocket.receive())["type"] != "websocket.disconnect":
             pass
     finally:
+        seat.release()
         pusher.cancel()
         with suppress(asyncio.CancelledError):
             await pusher
 
 
-async def _push(websocket: WebSocket) -> None:
+async def _push(websocket: WebSocket, ticker: Ticker) -> None:
     try:
-        while (lab := getattr(websocket.app.state, "lab", None)) is not None:
-            await websocket.send_json(await stats_body(lab))
-            await asyncio.sleep(PUSH_EVERY_S)
+        async with ticker.subscribed() as tick:
+            while True:
+                tick, text = await ticker.next(tick)
+                if text is None:
+                    break
+                await websocket.send_text(text)
         await websocket.close(code=GOING_AWAY)
     except (WebSocketDisconnect, RuntimeError, OSError) as exc:
         # The page left between two pushes (or the server is closing the socket): nothing to tell it.

@@ -2,9 +2,10 @@
 
 import json
 import mimetypes
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import TypedDict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -13,9 +14,10 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel
 
 from app.api.deps import get_lab
-from app.registry import PATHS as PATH_SPECS
-from app.schema import limits
-from app.settings import PROJECT_ROOT
+from app.api.measured import naive_bursts
+from app.registry import PathSpec
+from app.schema import limits, quoted
+from app.settings import PROJECT_ROOT, Settings
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = PROJECT_ROOT / "static"
@@ -29,54 +31,46 @@ class SampleReview(BaseModel):
     text: str
 
 
-Answer = Literal["direct", "ticket"]
-GivesUp = Literal["fast_answers", "requests", "own_pace", "one_answer"]
-
-
-class PathFacts(TypedDict):
-    """What the page's JS does differently per path.
+class PagePath(TypedDict):
+    """One path as the page's JS knows it (static/js/paths.js reads the `#lab-paths` block).
 
     `route`: where a burst POSTs; `answer`: "direct" (200 with the result) or "ticket" (202 with a
     ticket the page follows); `gives_up`: which sentence the comparison card uses for what the path
     trades away; `batches`: its answers carry X-Batch-Size, so the summary shows the mean batch;
-    `seats`: its /api/stats entry has `seats_taken` and `capacity`, shown on the panel's seats line.
+    `seats`: its /api/stats entry has `seats_taken` and `capacity`, shown on the panel's seats line;
+    `blurb`: the words beside its radio.
     """
-
-    route: str
-    answer: Answer
-    gives_up: GivesUp
-    batches: bool
-    seats: bool
-
-
-class PagePath(PathFacts):
-    """One path as the page knows it: its name, its circled number and its label, plus its facts."""
 
     name: str
     number: str
     label: str
+    blurb: str
+    route: str
+    answer: str
+    gives_up: str
+    batches: bool
+    seats: bool
 
 
-# Keyed by the registry's path names until the path registry describes each path itself.
-_FACTS: dict[str, PathFacts] = {
-    "naive": PathFacts(
-        route="/api/naive/predict", answer="direct", gives_up="fast_answers", batches=False, seats=False
-    ),
-    "limited": PathFacts(route="/api/limited/predict", answer="direct", gives_up="requests", batches=False, seats=True),
-    "batched": PathFacts(route="/api/batched/predict", answer="direct", gives_up="own_pace", batches=True, seats=False),
-    "tickets": PathFacts(route="/api/queue/jobs", answer="ticket", gives_up="one_answer", batches=False, seats=False),
-}
+def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
+    """The lab's paths in display order, from the running lab's registry: the page's one list.
 
-
-def page_paths() -> list[PagePath]:
-    """The lab's paths in display order: the page's `#lab-paths` block, the one list its JS reads.
-
-    One entry: `{"name": "naive", "number": "①", "label": "① naive", "route": "/api/naive/predict",
-    "answer": "direct", "gives_up": "fast_answers", "batches": false, "seats": false}`.
+    One entry: `{"name": "naive", "number": "①", "label": "① naive", "blurb": "바로 추론",
+    "route": "/api/naive/predict", "answer": "direct", "gives_up": "fast_answers", "batches": false, "seats": false}`.
     """
     return [
-        PagePath(name=name, number=number, label=f"{number} {name}", **_FACTS[name])
-        for number, name in zip("①②③④", (p.name for p in PATH_SPECS), strict=True)
+        PagePath(
+            name=p.name,
+            number=p.mark,
+            label=p.label,
+            blurb=quoted(p.blurb, settings),
+            route=p.route,
+            answer=p.answer,
+            gives_up=p.gives_up,
+            batches=p.batches,
+            seats=p.seats,
+        )
+        for p in specs
     ]
 
 
@@ -96,7 +90,14 @@ def load_samples(path: Path) -> list[SampleReview]:
 async def burst_page(request: Request) -> HTMLResponse:
     """The page draws everything else from the API, so it only needs the box's own address."""
     base_url = str(request.base_url).rstrip("/")
-    context = {"base_url": base_url, "limits": limits(request.app.state.settings), "lab_paths": page_paths()}
+    settings = request.app.state.settings
+    specs = [path.spec for path in get_lab(request).paths]
+    context = {
+        "base_url": base_url,
+        "limits": limits(settings),
+        "lab_paths": page_paths(specs, settings),
+        "naive_measured": naive_bursts(),
+    }
     return templates.TemplateResponse(request=request, name="index.html", context=context)
 
 

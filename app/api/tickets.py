@@ -9,10 +9,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from app.api.deps import get_lab
+from app.connections import ConnectionGuard, LiveSeat
 from app.drain import until_set
-from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, error_body
+from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
 from app.jobs.models import JobStatus
 from app.openapi import INPUT_ERRORS, answer, answers
 from app.responses import server_timing
@@ -23,6 +25,7 @@ from app.strategies.tickets import JobRequest, Ticket
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
 TICKET_HEADERS = ("Location", "X-Cache", "Server-Timing", "Idempotent-Replayed")
 NO_SUCH_JOB = answer(404, "No such job")
+LIVE_FULL = answer(503, "Every live seat (event streams, WebSockets) is taken: poll instead", "Retry-After")
 
 
 async def job_request(
@@ -102,7 +105,35 @@ def shutdown_event(event_id: int) -> str:
     return f"id: {event_id}\nevent: shutdown\ndata: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None], drain: asyncio.Event) -> StreamingResponse:
+def live_seat(request: Request) -> LiveSeat:
+    """An event stream holds its connection like a WebSocket: it takes a live seat or is refused (503)."""
+    guard: ConnectionGuard = request.app.state.connections
+    seat = guard.live_seat()
+    if seat is None:
+        raise TooManyConnections(
+            f"{guard.max_live} live connections (event streams and WebSockets) are open; poll GET /api/queue/jobs/ID.",
+            retry_after_s=5,
+        )
+    return seat
+
+
+class LiveStreamingResponse(StreamingResponse):
+    """Gives its live seat back however the stream ends, sent whole, cut, or never started."""
+
+    def __init__(self, seat: LiveSeat, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.seat = seat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.seat.release()
+
+
+def sse_response(
+    items: AsyncGenerator[Ticket | JobMissing | None, None], drain: asyncio.Event, seat: LiveSeat
+) -> StreamingResponse:
     """A text/event-stream of `items`, numbered; it ends when they do, or with `event: shutdown`
     once the box drains (app/drain.py).
 
@@ -120,7 +151,7 @@ def sse_response(items: AsyncGenerator[Ticket | JobMissing | None, None], drain:
             yield shutdown_event(event_id + 1)
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    return LiveStreamingResponse(seat, stream(), media_type="text/event-stream", headers=headers)
 
 
 @router.post(
@@ -174,14 +205,16 @@ async def cancel_job(job_id: str, request: Request, response: Response) -> JobOu
 
 @router.get(
     "/jobs/{job_id}/events",
-    responses=answers({200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}}, NO_SUCH_JOB),
+    responses=answers(
+        {200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}}, NO_SUCH_JOB, LIVE_FULL
+    ),
     summary="④ follow a ticket as server-sent events",
 )
 async def job_events(job_id: str, request: Request) -> StreamingResponse:
     """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
     lab = get_lab(request)
     await lab.tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
-    return sse_response(lab.follower.follow(job_id), lab.draining)
+    return sse_response(lab.follower.follow(job_id), lab.draining, live_seat(request))
 
 
 @router.get(
@@ -190,6 +223,7 @@ async def job_events(job_id: str, request: Request) -> StreamingResponse:
         {200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
         answer(404, "None of the listed jobs exists"),
         answer(422, "No job_id, or more than {max_followed}"),
+        LIVE_FULL,
     ),
     summary="④ follow many tickets as one stream of server-sent events",
 )
@@ -206,4 +240,10 @@ async def jobs_events(
     A browser has only six connections per host: one stream per ticket would take them all.
     """
     lab = get_lab(request)
-    return sse_response(await lab.follower.follow_many(job_id), lab.draining)
+    seat = live_seat(request)
+    try:
+        items = await lab.follower.follow_many(job_id)
+    except BaseException:
+        seat.release()
+        raise
+    return sse_response(items, lab.draining, seat)

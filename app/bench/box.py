@@ -11,7 +11,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,14 @@ from typing import Any
 import httpx
 import psutil
 
+from app.bench.bursts import fire_one
+from app.bench.measure import PeakRss, children, timing_s
 from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
+QUEUEING = [p.name for p in PATHS if p.name != "naive"]  # every path but ①, which the cap kills
 
 
 def long_texts(n: int, chars: int = 300) -> list[str]:
@@ -34,31 +37,6 @@ def server_pid(supervisor: int) -> int | None:
     return children[-1].pid if children else None
 
 
-class Peak:
-    """Highest RSS of the server (whichever incarnation) while a burst runs."""
-
-    def __init__(self, supervisor: int) -> None:
-        self.supervisor, self.peak, self._stop = supervisor, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "Peak":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                rss = sum(p.memory_info().rss for p in psutil.Process(self.supervisor).children(recursive=True))
-                self.peak = max(self.peak, rss)
-            except psutil.Error:
-                pass
-            self._stop.wait(0.02)
-
-
 _bursts = 0
 
 
@@ -68,16 +46,8 @@ def median_review_on_limited(url: str, runs: int = 5) -> dict[str, Any]:
     times = []
     for i in range(runs):
         r = httpx.post(f"{url}/api/limited/predict", json={"text": f"{text}{i}"}, timeout=60)
-        times.append(infer_s(r))
+        times.append(timing_s(r.headers.get("Server-Timing"), "infer"))
     return {"median_sample_review_on_limited_s": [round(t, 3) for t in times if t is not None], "chars": len(text) + 1}
-
-
-def infer_s(response: httpx.Response) -> float | None:
-    for part in response.headers.get("Server-Timing", "").split(","):
-        name, _, rest = part.strip().partition(";dur=")
-        if name == "infer":
-            return float(rest) / 1000
-    return None
 
 
 async def burst(url: str, path: str, texts: list[str]) -> dict[str, Any]:
@@ -85,31 +55,17 @@ async def burst(url: str, path: str, texts: list[str]) -> dict[str, Any]:
     _bursts += 1  # unique texts, a few characters longer: the result cache must not answer for the model
     texts = [f"{text} {_bursts}{i:02d}" for i, text in enumerate(texts)]
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
-
-        async def one(text: str) -> tuple[float, httpx.Response | BaseException]:
-            started = time.perf_counter()
-            try:
-                if path == "tickets":
-                    job = (await client.post("/api/queue/jobs", json={"text": text})).json()["job_id"]
-                    while (r := await client.get(f"/api/queue/jobs/{job}")).json()["status"] not in ("done", "failed"):  # noqa: ASYNC110
-                        await asyncio.sleep(0.1)
-                    return time.perf_counter() - started, r
-                r = await client.post(f"/api/{path}/predict", json={"text": text})
-                return time.perf_counter() - started, r
-            except httpx.HTTPError as err:
-                return time.perf_counter() - started, err
-
         started = time.perf_counter()
-        results = await asyncio.gather(*(one(t) for t in texts))
+        replies = await asyncio.gather(*(fire_one(client, path, t) for t in texts))
         wall = time.perf_counter() - started
-    ok = [(rt, r) for rt, r in results if isinstance(r, httpx.Response) and r.status_code == 200]
-    infers = [s for _, r in ok if (s := infer_s(r)) is not None]
+    ok = [r for r in replies if r.status == 200 or r.final == "done"]
+    infers = [r.infer_s for r in ok if r.infer_s is not None]
     return {
         "path": path,
         "sent": len(texts),
         "served": len(ok),
-        "lost_connections": sum(isinstance(r, BaseException) for _, r in results),
-        "p50_round_trip_s": round(statistics.median(rt for rt, _ in ok), 3) if ok else None,
+        "lost_connections": sum(r.status == 0 for r in replies),
+        "p50_round_trip_s": round(statistics.median(r.round_trip_s for r in ok), 3) if ok else None,
         "median_infer_s": round(statistics.median(infers), 3) if infers else None,
         "served_per_s": round(len(ok) / wall, 3),
     }
@@ -161,19 +117,19 @@ def main() -> None:
                 print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
         if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
             for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
-                for path in ("limited", "batched", "tickets"):
-                    with Peak(box.pid) as peak:
+                for path in QUEUEING:
+                    with PeakRss(children(box.pid)) as peak:
                         result = asyncio.run(burst(url, path, batch))
                     print(json.dumps({**result, "texts": kind, "peak_rss_fraction_of_cap": round(peak.peak / cap, 3)}))
         if "memory" in args.only:
             for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
-                for path in ("limited", "batched", "tickets"):
-                    with Peak(box.pid) as peak:
+                for path in QUEUEING:
+                    with PeakRss(children(box.pid)) as peak:
                         result = asyncio.run(burst(url, path, batch))
                     print(json.dumps({**result, "texts": kind, "peak_rss_fraction_of_cap": round(peak.peak / cap, 3)}))
                 for run in range(args.runs):
                     before = httpx.get(f"{url}/api/stats").json()["box"]
-                    with Peak(box.pid) as peak:
+                    with PeakRss(children(box.pid)) as peak:
                         result = asyncio.run(burst(url, "naive", batch))
                     back_s = health_back(url)
                     after = httpx.get(f"{url}/api/stats").json()["box"]

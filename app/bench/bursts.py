@@ -14,9 +14,7 @@ import json
 import os
 import platform
 import statistics
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +22,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from app.bench.measure import PeakRss, timing_s
 from app.bench.serverproc import ServerProcess
 from app.registry import PATHS as REGISTERED
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
@@ -34,11 +33,15 @@ TERMINAL = {"done", "failed", "expired", "canceled"}
 
 
 @dataclass
-class Outcome:
+class BurstReply:
+    """What one request of a burst got back, as its client saw it."""
+
     status: int  # HTTP status of the submission (0 = transport error)
     round_trip_s: float
     batch_size: int | None = None
     final: str | None = None  # tickets: the job's terminal status
+    infer_s: float | None = None  # Server-Timing's inference (for a ticket, read when it is done)
+    cache_hit: bool = False  # the submission was answered from the result cache (X-Cache: hit)
 
 
 @dataclass
@@ -54,63 +57,33 @@ class BurstResult:
     throughput_per_s: float
     mean_batch: float | None
     peak_rss_mb: float
-    outcomes: list[Outcome] = field(repr=False)
+    outcomes: list[BurstReply] = field(repr=False)
     box_deaths: int | None = None  # deaths of the box during the burst (None: a bare server)
     achieved_s: float | None = None  # the box's calibrated seconds per median review
 
 
-class PeakRss:
-    """Samples the summed RSS of the serving processes every few ms on a thread; `.peak` is the highest seen.
-
-    `pids` is asked each time: in the box the server is replaced after a death.
-    """
-
-    def __init__(self, pids: Callable[[], list[int]], every_s: float = 0.02) -> None:
-        self._pids = pids
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.peak = 0
-        self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
-
-    def __enter__(self) -> "PeakRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            total = 0
-            for pid in self._pids():
-                try:
-                    total += psutil.Process(pid).memory_info().rss
-                except psutil.Error:
-                    continue
-            self.peak = max(self.peak, total)
-            self._stop.wait(self._every_s)
-
-
-async def fire_one(client: httpx.AsyncClient, path: str, text: str) -> Outcome:
+async def fire_one(client: httpx.AsyncClient, path: str, text: str) -> BurstReply:
     started = time.perf_counter()
     try:
         response = await client.post(URLS[path], json={"text": text})
     except httpx.HTTPError:
-        return Outcome(0, time.perf_counter() - started)
+        return BurstReply(0, time.perf_counter() - started)
     batch = response.headers.get("X-Batch-Size")
-    outcome = Outcome(response.status_code, time.perf_counter() - started, int(batch) if batch else None)
+    outcome = BurstReply(response.status_code, time.perf_counter() - started, int(batch) if batch else None)
+    outcome.cache_hit = response.headers.get("X-Cache") == "hit"
     if response.status_code == 202:  # a ticket: its round trip runs until a poll sees it done
         job = response.json()
         while job["status"] not in TERMINAL:
             await asyncio.sleep(0.05)
-            job = (await client.get(f"/api/queue/jobs/{job['job_id']}")).json()
+            response = await client.get(f"/api/queue/jobs/{job['job_id']}")
+            job = response.json()
         outcome.final = job["status"]
         outcome.round_trip_s = time.perf_counter() - started
+    outcome.infer_s = timing_s(response.headers.get("Server-Timing"), "infer")
     return outcome
 
 
-async def fire_burst(base_url: str, path: str, texts: list[str]) -> tuple[list[Outcome], float]:
+async def fire_burst(base_url: str, path: str, texts: list[str]) -> tuple[list[BurstReply], float]:
     limits = httpx.Limits(max_connections=len(texts) + 8, max_keepalive_connections=len(texts) + 8)
     async with httpx.AsyncClient(base_url=base_url, timeout=300, limits=limits) as client:
         started = time.perf_counter()
@@ -118,7 +91,7 @@ async def fire_burst(base_url: str, path: str, texts: list[str]) -> tuple[list[O
         return list(outcomes), time.perf_counter() - started
 
 
-def summarize(path: str, outcomes: list[Outcome], wall_s: float, peak_rss: int) -> BurstResult:
+def summarize(path: str, outcomes: list[BurstReply], wall_s: float, peak_rss: int) -> BurstResult:
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[str(o.status)] = counts.get(str(o.status), 0) + 1
@@ -177,7 +150,7 @@ def from_json(path: Path) -> tuple[str, list[BurstResult]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     results = []
     for raw in data["results"]:
-        outcomes = [Outcome(**o) for o in raw.pop("outcomes")]
+        outcomes = [BurstReply(**o) for o in raw.pop("outcomes")]
         results.append(BurstResult(**raw, outcomes=outcomes))
     return str(data["header"]), results
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from app.bench.measure import server_timing
 from app.registry import PATHS
 from app.settings import Settings
 
@@ -31,7 +32,7 @@ TICKET_POLL_S = 0.25
 
 
 @dataclass
-class Outcome:
+class Fate:
     """One request's fate. Times are seconds from the start of the run."""
 
     due_at: float  # when the request was due to be sent (open loop) or was sent (closed loop)
@@ -71,7 +72,7 @@ class LoadConfig:
 class LoadResult:
     config: LoadConfig
     started: str
-    outcomes: list[Outcome]
+    outcomes: list[Fate]
     server_before: dict[str, Any] = field(default_factory=dict)
     server_after: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -113,23 +114,14 @@ class TextSource:
         return text + tag
 
 
-def timing_of(response: httpx.Response) -> tuple[float | None, float | None]:
-    header = response.headers.get("Server-Timing")
-    if not header:
-        return None, None
-    parts = dict(item.strip().split(";dur=") for item in header.split(",") if ";dur=" in item)
-    wait, infer = parts.get("wait"), parts.get("infer")
-    return (float(wait) if wait else None, float(infer) if infer else None)
-
-
 class Runner:
-    """Sends requests and turns each into exactly one Outcome."""
+    """Sends requests and turns each into exactly one Fate."""
 
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
         self.config = config
         self.client = client
         self.texts = TextSource(config.text_chars, config.seed)
-        self.outcomes: list[Outcome] = []
+        self.outcomes: list[Fate] = []
         self.sent = 0
         self.t0 = time.monotonic()
 
@@ -140,23 +132,24 @@ class Runner:
     def url_path(self) -> str:
         return URLS.get(self.config.path, self.config.path)
 
-    async def one(self, due_at: float, *, retry: bool = False) -> Outcome:
+    async def one(self, due_at: float, *, retry: bool = False) -> Fate:
         """One request from due time to final answer; never raises."""
         self.sent += 1
         text = self.texts.next()
         try:
             response = await self.client.post(self.url_path, json={"text": text})
         except httpx.TimeoutException as exc:
-            return self._record(Outcome(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
+            return self._record(Fate(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
         except httpx.ConnectError as exc:  # nobody listening (yet, or any more)
-            return self._record(Outcome(due_at, self.now() - due_at, "connect_refused", retry=retry, detail=repr(exc)))
+            return self._record(Fate(due_at, self.now() - due_at, "connect_refused", retry=retry, detail=repr(exc)))
         except httpx.HTTPError as exc:  # the connection broke mid-request
-            return self._record(Outcome(due_at, self.now() - due_at, "transport_error", retry=retry, detail=repr(exc)))
-        outcome = Outcome(due_at, self.now() - due_at, category_of(response.status_code), response.status_code, retry)
+            return self._record(Fate(due_at, self.now() - due_at, "transport_error", retry=retry, detail=repr(exc)))
+        outcome = Fate(due_at, self.now() - due_at, category_of(response.status_code), response.status_code, retry)
         if "Retry-After" in response.headers:
             outcome.retry_after_s = float(response.headers["Retry-After"])
         if outcome.category == "ok":
-            outcome.wait_ms, outcome.infer_ms = timing_of(response)
+            timing = server_timing(response.headers.get("Server-Timing"))
+            outcome.wait_ms, outcome.infer_ms = timing.get("wait"), timing.get("infer")
             if "X-Batch-Size" in response.headers:
                 outcome.batch_size = int(response.headers["X-Batch-Size"])
             if response.status_code == 202 and "Location" in response.headers and self.config.follow_tickets:
@@ -165,7 +158,7 @@ class Runner:
             outcome.detail = response.text[:200]
         return self._record(outcome)
 
-    async def _follow_ticket(self, submitted: httpx.Response, outcome: Outcome) -> None:
+    async def _follow_ticket(self, submitted: httpx.Response, outcome: Fate) -> None:
         """Poll the ticket (first at its ETA) until it is neither queued nor running."""
         body = submitted.json()
         outcome.eta_s = body.get("eta_seconds")
@@ -197,7 +190,7 @@ class Runner:
             await asyncio.sleep(TICKET_POLL_S)
         outcome.latency_s = self.now() - outcome.due_at
 
-    def _record(self, outcome: Outcome) -> Outcome:
+    def _record(self, outcome: Fate) -> Fate:
         self.outcomes.append(outcome)
         return outcome
 
@@ -241,9 +234,9 @@ class Runner:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        # A request cancelled mid-flight produced no Outcome: count it, so sent still adds up.
+        # A request cancelled mid-flight produced no Fate: count it, so sent still adds up.
         for _ in range(self.sent - len(self.outcomes)):
-            self.outcomes.append(Outcome(self.config.duration_s + self.config.drain_s, 0.0, "client_gave_up"))
+            self.outcomes.append(Fate(self.config.duration_s + self.config.drain_s, 0.0, "client_gave_up"))
 
 
 async def server_state(client: httpx.AsyncClient) -> dict[str, Any]:
@@ -280,12 +273,12 @@ def latency_summary(values: list[float]) -> dict[str, float | None]:
     return {f"p{q}": percentile(values, q) for q in (50, 90, 99)} | {"max": max(values) if values else None}
 
 
-def finished_at(o: Outcome) -> float:
+def finished_at(o: Fate) -> float:
     """When the answer existed: for a ticket, when its job finished (not when a poll noticed)."""
     return o.due_at + (o.actual_s if o.actual_s is not None else o.latency_s)
 
 
-def useful_lane_s_in_window(o: Outcome, window_s: float) -> float:
+def useful_lane_s_in_window(o: Fate, window_s: float) -> float:
     """Lane-seconds this answer's inference spent inside [0, window]: a batch's time is split among its reviews."""
     if not o.infer_ms:
         return 0.0

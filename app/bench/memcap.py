@@ -21,23 +21,18 @@ from types import TracebackType
 import psutil
 
 from app.bench.serverproc import free_port, wait_healthy
-from app.settings import PROJECT_ROOT
+from app.box.cgroups import CGROUP_ROOT, PROC_CGROUP, parent_dirs
+from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-LAB_CAP_BYTES = int(1.2 * 2**30)
+LAB_CAP_BYTES = MEMORY_CAP_BYTES
 
 
 def own_memory_cgroup() -> tuple[Path, int]:
-    """This process's memory cgroup folder and the cgroup version it belongs to."""
-    lines = Path("/proc/self/cgroup").read_text().splitlines()
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return CGROUP_ROOT / "memory" / path.lstrip("/"), 1
-    for line in lines:
-        if line.startswith("0::"):
-            return CGROUP_ROOT / line[3:].lstrip("/"), 2
-    raise RuntimeError("no memory cgroup found in /proc/self/cgroup")
+    """This process's memory cgroup folder and its cgroup version, found as the box finds its own."""
+    dirs, version = parent_dirs(PROC_CGROUP.read_text(), CGROUP_ROOT)
+    if "memory" not in dirs:
+        raise RuntimeError(f"no memory cgroup found in {PROC_CGROUP}")
+    return dirs["memory"], version
 
 
 class MemoryCgroup:

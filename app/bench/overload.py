@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, draw_chart, run_load, write_result
+from app.bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
 from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
 from app.settings import PROJECT_ROOT, Settings
 
@@ -309,8 +309,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "## The shared CPU during each scenario",
         "",
-        "Average cores busy (2 in all) while the load ran, from /proc: the lab server, the load generator, "
-        "and every other process on the box (other developers' work).",
+        f"Average cores busy ({cores_in_all(meta)}) while the load ran, from /proc: the lab server, the load "
+        "generator, and every other process on the box (other developers' work).",
         "",
         "| scenario | server | load generator | others | load average after |",
         "|---|---|---|---|---|",
@@ -334,7 +334,7 @@ def resummarized(result_json: Path) -> dict[str, Any]:
     result = LoadResult(
         LoadConfig(**saved["config"]),
         saved["started"],
-        [Outcome(**o) for o in saved["outcomes"]],
+        [Fate(**o) for o in saved["outcomes"]],
         saved["server_before"],
         saved["server_after"],
         saved["wall_s"],
@@ -359,6 +359,12 @@ def merged_with_earlier(path: Path, rows: list[dict[str, Any]]) -> list[dict[str
 def machine_line() -> str:
     memory = psutil.virtual_memory().total / 2**30
     return f"{platform.node() or 'the build box'}: {psutil.cpu_count()} cores, {memory:.0f} GiB, no GPU"
+
+
+def cores_in_all(meta: dict[str, Any]) -> str:
+    """The core count the run read (in its machine line), never a number typed here."""
+    cores = meta.get("cores")
+    return f"{cores} in all" if cores else "of the machine in the line above"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -392,6 +398,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine_line(),
+        "cores": psutil.cpu_count(),
         "model": f"{model_dir.name}, 1 inference thread",
         "sharing": args.sharing,
     }

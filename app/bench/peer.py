@@ -17,53 +17,21 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-import psutil
-
 from app.bench.bursts import machine, model_line
 from app.bench.cores import bench_core, keep_off
 from app.bench.load import LoadConfig, run_load
+from app.bench.measure import PeakRss, tree
 from app.bench.peer_report import LAB, PEER, Row, check_targets, markdown, paired, row_of, summarize
 from app.bench.serverproc import free_port, wait_healthy
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 SERVERS = {LAB: "/api/batched/predict", PEER: "/predict"}
-
-
-class TreeRss:
-    """Samples the RSS of a process and all its descendants; `.peak` is the highest sum seen."""
-
-    def __init__(self, pid: int, every_s: float = 0.05) -> None:
-        self._root = psutil.Process(pid)
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.peak = 0
-        self._thread = threading.Thread(target=self._sample, name="tree-rss", daemon=True)
-
-    def __enter__(self) -> "TreeRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            total = 0
-            try:
-                for process in [self._root, *self._root.children(recursive=True)]:
-                    total += process.memory_info().rss
-            except psutil.Error:
-                pass  # a child came or went mid-walk: the next sample counts it
-            self.peak = max(self.peak, total)
-            self._stop.wait(self._every_s)
 
 
 class PinnedServer:
@@ -130,7 +98,10 @@ def run_one(server: str, scenario: str, run: int, config: LoadConfig, model_dir:
     with tempfile.TemporaryDirectory() as scratch:
         batch_log = Path(scratch) / "batches.log"
         batch_log.touch()
-        with PinnedServer(server, model_dir, core, batch_log) as process, TreeRss(process.pid) as rss:
+        with (
+            PinnedServer(server, model_dir, core, batch_log) as process,
+            PeakRss(tree(process.pid), every_s=0.05) as rss,
+        ):
             config.url, config.path = process.url, SERVERS[server]
             result = asyncio.run(run_load(config))
         sizes = [int(line) for line in batch_log.read_text(encoding="utf-8").split()]  # only LitServe writes it

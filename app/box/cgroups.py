@@ -144,6 +144,46 @@ def _v2_setup(folder: Path, parent: Path, wanted: list[str], cpus: list[int], ca
     return usable
 
 
+BOX_PREFIX = "lab-box-"  # + the supervisor's pid: each box's group is named after its owner
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def sweep_orphans(*, root: Path = CGROUP_ROOT, proc: str | None = None) -> list[Path]:
+    """Remove the groups of boxes whose supervisor is dead (kill -9 runs no cleanup); the folders removed.
+
+    A group is named `lab-box-<pid>` after its supervisor: while that pid lives, the group is another
+    box's and is left alone. A dead box's server exits with it (parent-death signal), so its groups are
+    empty by the time anyone sweeps; whatever is still inside is killed first, as `BoxCgroup.remove` does.
+    Runs at every start of a box, before it makes its own group.
+    """
+    try:
+        parents, version = parent_dirs(proc if proc is not None else PROC_CGROUP.read_text(), root)
+    except OSError:
+        return []
+    orphans: dict[Path, BoxCgroup] = {}
+    for controller, parent in parents.items():
+        with contextlib.suppress(OSError):
+            for folder in parent.glob(f"{BOX_PREFIX}*"):
+                pid = folder.name.removeprefix(BOX_PREFIX)
+                if folder.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                    orphans.setdefault(folder, BoxCgroup(version)).dirs[controller] = folder
+    removed = []
+    for folder, group in sorted(orphans.items()):
+        group.remove()
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
 def wanted_controllers(cpus: list[int], cpu_quota: bool, memory_cap: int) -> list[str]:
     """The controllers the box needs: cpuset for cores, cpu for a quota, memory for a cap."""
     wanted = []

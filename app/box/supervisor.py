@@ -21,6 +21,7 @@ from types import FrameType
 
 import httpx
 
+from app.box.cgroups import sweep_orphans
 from app.box.launch import server_argv
 from app.box.memory import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
@@ -152,7 +153,14 @@ class Supervisor:
 
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
-    sock = listen(host, port)
+    try:
+        sock = listen(host, port)
+    except OSError as err:  # most often another box or server on the port: one line, not a traceback
+        log.error("Cannot listen on %s:%d: %s.", host, port, err.strerror or err)
+        return 1
+    if settings.box_cgroups:
+        for folder in sweep_orphans():
+            log.info("Removed %s, left by a box that was killed.", folder)
     slow = settings.box_seconds_per_review > 0
     placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
     for controller, why in placement.failures.items():

@@ -11,6 +11,8 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+import idna
+
 from app.errors import WebhookRefused
 
 MAX_URL_CHARS = 2000
@@ -65,10 +67,34 @@ class Target:
     address: str
 
 
+def ascii_url(url: str) -> str:
+    """The URL with its host in ASCII: an internationalized name IDNA-encoded (UTS #46 mapping, so
+    fullwidth digits become digits), or refused. A non-ASCII host reached the HTTP client, which
+    failed on it at every attempt with an error nobody counted (issue 20)."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if host is None or host.isascii():
+        return url
+    try:
+        encoded = idna.encode(host, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise WebhookRefused(
+            f"`webhook_url` host {host!r} is not a valid internationalized domain name ({exc})."
+        ) from None
+    try:
+        port = parts.port
+    except ValueError:
+        raise WebhookRefused("`webhook_url` has an invalid port.") from None
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = (f"{credentials}@" if credentials else "") + encoded + ("" if port is None else f":{port}")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 async def resolve_target(url: str, *, allow_private: bool) -> Target:
-    """Refuse a URL that is not http(s) or that resolves to any blocked address."""
+    """Refuse a URL that is not http(s) or that resolves to any blocked address; `Target.url` has an ASCII host."""
     if len(url) > MAX_URL_CHARS:
         raise WebhookRefused(f"`webhook_url` is longer than {MAX_URL_CHARS} characters.")
+    url = ascii_url(url)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("`webhook_url` must be an http:// or https:// URL with a host.")

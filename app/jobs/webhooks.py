@@ -159,7 +159,18 @@ class WebhookDispatcher:
             del self._by_target[target]
 
     async def _claim(self, job: Job) -> Job | None:
-        """Take this attempt in the store; None if another box took it first."""
+        """Take this attempt in the store; None if another box took it first, or if none is left.
+
+        An attempt whose claim lapsed (its box died or stopped mid-send) counted as one, so a job
+        whose attempts are all used ends `failed` here instead of being claimed again.
+        """
+        if job.webhook_attempts >= self._max_attempts:
+            spent = copy.deepcopy(job)
+            spent.webhook_state, spent.webhook_next_at = WebhookState.FAILED, None
+            spent.webhook_error = spent.webhook_error or f"attempt {job.webhook_attempts} was never recorded"
+            log.warning("webhook for job %s: %d attempts used, failed", job.id, job.webhook_attempts)
+            await self._store.replace(spent, Expect(job.status, webhook_attempts=job.webhook_attempts))
+            return None
         claim = copy.deepcopy(job)
         claim.webhook_attempts += 1
         # If this box dies mid-send, the attempt is due again once this passes.
@@ -175,7 +186,11 @@ class WebhookDispatcher:
             log.exception("webhook for job %s: recording the attempt failed", claim.id)
 
     async def _attempt(self, claim: Job) -> None:
-        error = await self.send(claim)
+        unexpected: Exception | None = None
+        try:
+            error = await self.send(claim)
+        except Exception as exc:  # a bug, not a receiver's failure: its traceback, and the attempt still counts
+            unexpected, error = exc, f"{type(exc).__name__}: {exc}"
         outcome = copy.deepcopy(claim)
         outcome.webhook_error = error
         if error is None:
@@ -185,8 +200,10 @@ class WebhookDispatcher:
         else:
             delay = self._backoff_s * 2 ** (claim.webhook_attempts - 1)
             outcome.webhook_next_at = time.time() + delay
-        if error is not None:
-            log.warning("webhook for job %s, attempt %d: %s", claim.id, claim.webhook_attempts, error)
+        # One line per attempt; a traceback only for an error that is not a receiver's or a URL's.
+        level = logging.INFO if error is None else logging.ERROR if unexpected else logging.WARNING
+        attempt = f"webhook for job {claim.id}, attempt {claim.webhook_attempts}"
+        log.log(level, "%s: %s", attempt, error or "delivered", exc_info=unexpected)
         await self._store.replace(outcome, Expect(claim.status, webhook_attempts=claim.webhook_attempts))
 
     async def send(self, job: Job) -> str | None:
@@ -198,7 +215,7 @@ class WebhookDispatcher:
             return f"refused at connect time: {refused.message}"
         body = json.dumps(payload(job, self._model), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         headers = {**self._signer.headers(webhook_id(job), body), "content-type": "application/json"}
-        headers["host"] = urlsplit(job.webhook_url).netloc
+        headers["host"] = urlsplit(target.url).netloc
         try:
             response = await self._client.post(
                 pinned_url(target),
@@ -206,7 +223,7 @@ class WebhookDispatcher:
                 headers=headers,
                 extensions={"sni_hostname": target.host},
             )
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError, UnicodeError, ValueError) as exc:  # a receiver's or a URL's failure
             return f"{type(exc).__name__}: {exc}"
         if response.is_success:
             return None

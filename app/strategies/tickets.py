@@ -99,8 +99,7 @@ class TicketService:
                 return await self._replay(held, request)
         now = time.time()
         time_in_queue_s = self._time_in_queue_s(request.max_time_in_queue_s)
-        if request.webhook_url is not None:
-            await self._check_webhook(request.webhook_url)
+        webhook_url = None if request.webhook_url is None else await self._check_webhook(request.webhook_url)
         job = Job(
             text=request.text,
             enqueued_at=now,
@@ -108,7 +107,7 @@ class TicketService:
             expires_at=now + time_in_queue_s,
             idempotency_key=request.idempotency_key,
             request_hash=request.fingerprint(),
-            webhook_url=request.webhook_url,
+            webhook_url=webhook_url,
         )
         cached = self._pipeline.cached(SPEC.name, request.text)
         if cached is not None:
@@ -174,10 +173,11 @@ class TicketService:
             raise InvalidJob(f"`max_time_in_queue_s` must be between {MIN_TIME_IN_QUEUE_S:g} and {cap:g} seconds.")
         return asked
 
-    async def _check_webhook(self, url: str) -> None:
+    async def _check_webhook(self, url: str) -> str:
+        """The URL to keep on the job: checked now, its host in ASCII (IDNA)."""
         if not self._config.webhooks_on:
             raise WebhookRefused("Webhooks are off on this box: the operator has not set LAB_WEBHOOK_SECRET.")
-        await resolve_target(url, allow_private=self._config.webhook_allow_private)
+        return (await resolve_target(url, allow_private=self._config.webhook_allow_private)).url
 
     async def _replay(self, held: Job, request: JobRequest) -> Ticket:
         if held.request_hash != request.fingerprint():

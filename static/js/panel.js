@@ -8,9 +8,14 @@ import { Recording, describeRecording, mib } from "./recording.js";
 
 const POLL_EVERY_MS = 1000;
 const RECONNECT_EVERY_MS = 5000;
+// The box closes a live socket with 1013 ("Try Again Later") when its live connections are all taken
+// (docs/reliability.md): poll instead, and ask for a socket again only now and then.
+const TRY_AGAIN_LATER = 1013;
+const RECONNECT_WHEN_FULL_MS = 30000;
 const STALE_AFTER_MS = 2000; // four missed pushes, or two missed polls
 
 let channel = "connecting"; // "websocket" | "polling" | "connecting"
+let boxFull = false; // the last socket was refused with 1013: the box has no live seat left
 let lastAt = null;
 let last = null;
 let pollTimer = null;
@@ -127,6 +132,7 @@ function showAge() {
   const age = lastAt === null ? null : performance.now() - lastAt;
   const stale = age === null || age > STALE_AFTER_MS;
   panel.dataset.channel = channel;
+  panel.dataset.full = String(boxFull);
   panel.dataset.stale = String(stale);
   panel.dataset.ageMs = age === null ? "" : age.toFixed(0);
   document.getElementById("box-updated").textContent =
@@ -134,9 +140,11 @@ function showAge() {
   const how =
     channel === "websocket"
       ? "WebSocket으로 0.5초마다 받음"
-      : channel === "polling"
-        ? "WebSocket이 안 되어 1초마다 묻는 중: 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다"
-        : "연결 중";
+      : channel === "polling" && boxFull
+        ? "상자의 실시간 연결이 가득 차서(1013) 1초마다 묻는 중: 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다"
+        : channel === "polling"
+          ? "WebSocket이 안 되어 1초마다 묻는 중: 발사 중에는 브라우저 연결 6개 뒤에 줄을 섭니다"
+          : "연결 중";
   setText("box-age", age === null ? how : `${(age / 1000).toFixed(1)}초 전 값 · ${how}`);
 }
 
@@ -153,14 +161,18 @@ function openSocket() {
   }
   socket.addEventListener("open", () => {
     opened = true;
-    stopPolling();
   });
-  socket.addEventListener("message", (event) => received(JSON.parse(event.data), "websocket"));
-  socket.addEventListener("close", () => {
+  socket.addEventListener("message", (event) => {
+    boxFull = false;
+    stopPolling();
+    received(JSON.parse(event.data), "websocket");
+  });
+  socket.addEventListener("close", (event) => {
     for (const recording of recordings) recording.lost = true;
+    boxFull = event.code === TRY_AGAIN_LATER;
     if (opened) channel = "polling";
     startPolling();
-    setTimeout(openSocket, RECONNECT_EVERY_MS);
+    setTimeout(openSocket, boxFull ? RECONNECT_WHEN_FULL_MS : RECONNECT_EVERY_MS);
   });
 }
 

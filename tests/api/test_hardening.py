@@ -11,12 +11,12 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from app.bench.live import live_server
 from app.main import create_app
 from app.model import Ranking
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
-from tests.server import live_server
 
 JSON = {"content-type": "application/json"}
 POSTS = ["/api/naive/predict", "/api/limited/predict", "/api/batched/predict", "/api/queue/jobs"]

@@ -2,9 +2,11 @@
 
 import json
 import re
+from pathlib import Path
 
+from app.api.measured import naive_bursts
 from app.api.page import STATIC_DIR, page_paths
-from app.registry import PATHS as PATH_SPECS
+from app.registry import PATHS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
@@ -51,17 +53,18 @@ async def test_the_page_lists_its_paths_once_in_a_json_block(lab_client: LabClie
     block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
     assert block is not None
     listed = json.loads(block.group(1))
-    assert listed == page_paths()
-    assert [p["name"] for p in listed] == [p.name for p in PATH_SPECS]
+    assert listed == page_paths(PATHS, Settings())
+    assert [p["name"] for p in listed] == [p.name for p in PATHS]
     assert [p["label"] for p in listed] == ["① naive", "② limited", "③ batched", "④ tickets"]
     assert {p["route"] for p in listed} <= routes  # every route the page fires at is one the app serves
     assert [p["name"] for p in listed if p["answer"] == "ticket"] == ["tickets"]
+    assert [p["blurb"] for p in listed][1] == "1개 + 대기석 4"  # filled from the settings
 
 
 def test_no_script_but_the_block_names_the_paths() -> None:
     for path in STATIC_DIR.glob("js/*.js"):
         code = path.read_text(encoding="utf-8")
-        named = {p.name for p in PATH_SPECS if re.search(rf"[\"'`]{p.name}[\"'`]", code)}
+        named = {p.name for p in PATHS if re.search(rf"[\"'`]{p.name}[\"'`]", code)}
         assert named == set(), f"{path.name} names {named}: read them from paths.js (the #lab-paths block)"
 
 
@@ -71,3 +74,20 @@ async def test_samples_are_the_shipped_reviews(lab_client: LabClientFactory) -> 
         samples = (await client.get("/api/samples")).json()
     assert samples == shipped
     assert len({s["text"] for s in samples}) == len(samples)
+
+
+async def test_the_naive_note_quotes_the_committed_bursts_with_date_and_host(lab_client: LabClientFactory) -> None:
+    measured = naive_bursts()
+    assert measured is not None, "docs/bench/bursts.json is committed and has ①'s bursts of 12 and 50"
+    async with lab_client(GatedScorer(gated=False)) as client:
+        html = (await client.get("/")).text
+    note = html[html.index('data-path-note="naive"') : html.index('data-path-note="limited"')]
+    quoted = (measured.when, measured.host, f"{measured.fastest_s}초", f"{measured.peak_of_cap_pct} %")
+    for value in quoted:
+        assert value in note, value
+
+
+def test_no_benchmark_data_means_no_quoted_numbers(tmp_path: Path) -> None:
+    assert naive_bursts(tmp_path / "missing.json") is None
+    (tmp_path / "odd.json").write_text('{"header": "no stamp", "results": []}', encoding="utf-8")
+    assert naive_bursts(tmp_path / "odd.json") is None

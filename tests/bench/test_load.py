@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 from asgi_lifespan import LifespanManager
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, run_load, summarize, write_result
+from app.bench.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
 from app.main import create_app
 from app.settings import Settings
 from tests.fakes import GatedScorer
@@ -41,11 +41,11 @@ async def test_closed_loop_counts_rejections_and_obeys_retry_after() -> None:
 def test_summary_measures_capacity_hints_and_comebacks() -> None:
     config = LoadConfig(url="http://lab", path="batched", mode="open", rate=10, duration_s=10)
     outcomes = [
-        Outcome(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
-        Outcome(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
-        Outcome(0.5, 0.01, "rejected_429", 429, retry_after_s=3),
-        Outcome(3.5, 20.0, "ok", 200, retry=True, infer_ms=1000, batch_size=1),  # answered after the window
-        Outcome(1.0, 0.02, "rejected_503", 503, retry=True),
+        Fate(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
+        Fate(0.0, 2.0, "ok", 200, infer_ms=2000, batch_size=2),
+        Fate(0.5, 0.01, "rejected_429", 429, retry_after_s=3),
+        Fate(3.5, 20.0, "ok", 200, retry=True, infer_ms=1000, batch_size=1),  # answered after the window
+        Fate(1.0, 0.02, "rejected_503", 503, retry=True),
     ]
     summary = summarize(LoadResult(config, "now", outcomes))
     assert summary["counts"] == {"ok": 3, "rejected_429": 1, "rejected_503": 1}

@@ -1,6 +1,6 @@
 """The peer benchmark gives both servers the same work, and judges the issue's targets on the medians of its runs."""
 
-from app.bench.load import LoadConfig, LoadResult, Outcome, TextSource
+from app.bench.load import Fate, LoadConfig, LoadResult, TextSource
 from app.bench.peer import scenarios
 from app.bench.peer_report import LAB, PEER, Row, Spread, Summary, check_targets, paired, row_of, summarize
 
@@ -26,7 +26,7 @@ def test_every_peer_scenario_carries_the_seed() -> None:
 def load_result(finished_at: list[float], batch_sizes: list[int] | None = None) -> LoadResult:
     """Requests all due at 0 that answered at `finished_at` seconds."""
     sizes = batch_sizes or [1] * len(finished_at)
-    outcomes = [Outcome(0.0, t, "ok", 200, batch_size=n) for t, n in zip(finished_at, sizes, strict=True)]
+    outcomes = [Fate(0.0, t, "ok", 200, batch_size=n) for t, n in zip(finished_at, sizes, strict=True)]
     return LoadResult(LoadConfig(url="", path="", mode="open", burst=len(outcomes)), "", outcomes)
 
 
@@ -75,7 +75,7 @@ def test_targets_are_judged_on_the_medians() -> None:
 def test_pairs_match_each_request_with_its_twin_in_the_same_run_and_skip_the_unserved() -> None:
     def row(server: str, run: int, latencies: list[float | None]) -> Row:
         outcomes = [
-            Outcome(float(i), t or 0.0, "ok" if t is not None else "client_timeout") for i, t in enumerate(latencies)
+            Fate(float(i), t or 0.0, "ok" if t is not None else "client_timeout") for i, t in enumerate(latencies)
         ]
         result = LoadResult(LoadConfig(url="", path="", mode="open", rate=1.0), "", outcomes)
         return row_of(server, "open 0.8×", run, result, [1] * len(outcomes), 0)

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.bench.serverproc import stop_process, wait_healthy
+from app.bench.live import ROOT, TINY_MODEL, LiveServer
+from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.box.cgroups import CGROUP_ROOT
-from tests.server import ROOT, TINY_MODEL, LiveServer, free_port
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """Every job store under one fixture, so one behavioural suite runs against all three.
 
-Redis tests use the real server on 127.0.0.1:6379, a db of their own and a key prefix
+Redis tests use the real server at LAB_TEST_REDIS_URL (127.0.0.1:6379), a db of their own and a key prefix
 unique to the test, and delete every key under that prefix afterwards.
 """
 
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from app.bench.local import redis_db
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 
-REDIS_URL = "redis://127.0.0.1:6379/5"
+REDIS_URL = redis_db(5)
 STORE_KINDS = ["memory", "sqlite", "redis"]
 StoreOpener = Callable[[], Awaitable[JobStore]]
 

@@ -1,6 +1,6 @@
 """Crash and scale proofs with real server processes: SIGKILL mid-queue, and two boxes on one Redis.
 
-Jobs are slowed by CPU burning (tests.server.slowed) so "kill while one runs" is a state the
+Jobs are slowed by CPU burning (app.bench.live.slowed) so "kill while one runs" is a state the
 test can wait for in the store itself, then kill at once.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from app.bench.live import LiveServer, live_server, slowed
 from app.jobs.factory import open_store
 from app.jobs.models import Job, JobStatus
 from app.jobs.store import JobStore
 from tests.jobs.conftest import REDIS_URL
-from tests.server import LiveServer, live_server, slowed
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow

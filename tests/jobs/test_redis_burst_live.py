@@ -14,13 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
+from app.bench.live import live_server
+from app.bench.local import redis_db
 from tests.jobs.conftest import drop_redis_prefix
-from tests.server import live_server
 
 pytestmark = pytest.mark.slow
 
 BURST = 200
-REDIS_DB0 = "redis://127.0.0.1:6379/0"
+REDIS_DB0 = redis_db(0)
 
 
 async def follow_to_end(client: httpx.AsyncClient, job_id: str) -> str:

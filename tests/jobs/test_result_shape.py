@@ -10,13 +10,13 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
+from app.bench.webhook_receiver import webhook_receiver
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer, fake_ranking
 from tests.jobs.conftest import REDIS_URL
-from tests.jobs.receiver import webhook_receiver
 from tests.jobs.test_lifecycle import parse_events
 from tests.jobs.test_webhooks import HOOKS, webhook_settles
 

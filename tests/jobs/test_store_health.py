@@ -11,11 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.bench.live import live_server
+from app.bench.local import redis_db
+from app.bench.serverproc import free_port
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
-from tests.server import free_port, live_server
 
 
 async def assert_store_down(client: httpx.AsyncClient, why: str) -> None:
@@ -52,7 +54,7 @@ async def test_unreachable_redis_makes_health_503(lab_client: LabClientFactory) 
 
 async def test_healthy_stores_report_no_problem(tmp_path: Path, redis_prefix: str) -> None:
     sqlite = await SqliteJobStore(tmp_path / "jobs.db").open()
-    redis = RedisJobStore(f"redis://127.0.0.1:6379/5?prefix={redis_prefix}")
+    redis = RedisJobStore(redis_db(5, f"prefix={redis_prefix}"))
     try:
         assert await sqlite.check() is None and await redis.check() is None
     finally:

@@ -8,12 +8,12 @@ delayed another client's webhook by 47 s.
 import asyncio
 import time
 
+from app.bench.webhook_receiver import done_job, silent_receiver, webhook_receiver
 from app.jobs.memory import MemoryJobStore
-from app.jobs.models import Job, JobStatus, WebhookState
+from app.jobs.models import WebhookState
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
-from tests.jobs.receiver import silent_receiver, webhook_receiver
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles
 from tests.waiting import eventually
 
@@ -44,21 +44,13 @@ async def _at_least(value: int, wanted: int) -> bool:
     return value >= wanted
 
 
+async def _at_most(value: int, wanted: int) -> bool:
+    return value <= wanted
+
+
 async def _delivered(store: MemoryJobStore, job_id: str) -> bool:
     job = await store.get(job_id)
     return job is not None and job.webhook_state is WebhookState.DELIVERED
-
-
-def done_job(url: str, i: int) -> Job:
-    now = time.time()
-    return Job(
-        text=f"리뷰 {i}",
-        status=JobStatus.DONE,
-        finished_at=now,
-        webhook_url=url,
-        webhook_state=WebhookState.PENDING,
-        webhook_next_at=now - 100 + i,  # the slow ones are due first
-    )
 
 
 async def test_deliveries_are_bounded_in_all_and_per_target() -> None:
@@ -83,7 +75,9 @@ async def test_deliveries_are_bounded_in_all_and_per_target() -> None:
             await fast.wait_for(1)
             await eventually(lambda: _delivered(store, fast_job.id))
             await eventually(lambda: _at_least(slow.received, 2))
-            again = await dispatcher.deliver_due()  # the silent target is still at its limit
+            # The fast delivery's slot is freed by its task's done-callback, a step after the store says delivered.
+            await eventually(lambda: _at_most(dispatcher.in_flight, 2))
+            again = await dispatcher.deliver_due()  # a slot is free, but the silent target is still at its limit
             in_flight, most_open = dispatcher.in_flight, slow.most_open
         finally:
             await dispatcher.close()

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
+from app.bench.webhook_receiver import webhook_receiver
 from app.jobs.factory import open_store
 from app.jobs.memory import MemoryJobStore
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
@@ -19,7 +20,6 @@ from app.jobs.webhooks import WebhookDispatcher, WebhookSigner, payload
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.conftest import REDIS_URL
-from tests.jobs.receiver import webhook_receiver
 from tests.waiting import eventually
 
 SECRET = "whsec_" + base64.b64encode(b"review-lab-test-secret-32-bytes!").decode()

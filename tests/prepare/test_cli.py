@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tests.server import ROOT
+from app.bench.live import ROOT
 
 
 def prepare(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

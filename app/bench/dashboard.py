@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.server import ROOT
+from app.settings import PROJECT_ROOT
 
-DASHBOARD = ROOT / "grafana" / "dashboards" / "review-lab.json"
+DASHBOARD = PROJECT_ROOT / "grafana" / "dashboards" / "review-lab.json"
 
 # What Grafana would put in place of each variable: every path, and a window that spans
 # many 1 s scrapes but still holds a burst fired a few seconds ago.

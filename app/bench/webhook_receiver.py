@@ -1,9 +1,15 @@
-"""A webhook receiver on 127.0.0.1 for tests: records each POST and answers the statuses it is told."""
+"""A webhook receiver on 127.0.0.1 for tests and tools: records each POST and answers as it is told.
+
+`done_job` makes a finished job that owes a webhook to a given URL.
+"""
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+
+from app.jobs.models import Job, JobStatus, WebhookState
 
 
 @dataclass
@@ -102,3 +108,15 @@ async def silent_receiver() -> AsyncIterator[SilentReceiver]:
             yield receiver
     finally:
         receiver._hang_up.set()
+
+
+def done_job(url: str, i: int) -> Job:
+    now = time.time()
+    return Job(
+        text=f"리뷰 {i}",
+        status=JobStatus.DONE,
+        finished_at=now,
+        webhook_url=url,
+        webhook_state=WebhookState.PENDING,
+        webhook_next_at=now - 100 + i,  # the slow ones are due first
+    )

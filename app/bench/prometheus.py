@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
-from app.bench.serverproc import stop_process, wait_healthy
-from tests.server import ROOT, free_port
+from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.settings import PROJECT_ROOT
 
-CLASSROOM_CONFIG = ROOT / "grafana" / "prometheus.yml"
+CLASSROOM_CONFIG = PROJECT_ROOT / "grafana" / "prometheus.yml"
 CLASSROOM_TARGET = '"127.0.0.1:8000"'
 
 

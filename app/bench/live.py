@@ -1,4 +1,4 @@
-"""A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model."""
+"""A real lab server in a subprocess on 127.0.0.1, serving the tiny committed model (for tests and tools)."""
 
 import os
 import resource
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.settings import PROJECT_ROOT
 
-__all__ = ["LiveServer", "free_port", "live_server", "serving", "slowed"]
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"
 
 
