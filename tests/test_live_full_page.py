@@ -6,8 +6,8 @@ import pytest
 from playwright.sync_api import Browser
 from websockets.sync.client import connect
 
+from app.bench.live import LiveServer, live_server
 from tests.browser import browser
-from tests.server import LiveServer, live_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]

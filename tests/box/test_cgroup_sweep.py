@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.serverproc import wait_healthy
+from app.bench.live import ROOT, TINY_MODEL
+from app.bench.serverproc import free_port, wait_healthy
 from app.box.cgroups import CGROUP_ROOT, sweep_orphans
 from tests.box.test_box_live import boxed, leftover_groups
 from tests.box.test_placement import V1_PROC, V2_PROC, fake_v1
-from tests.server import ROOT, TINY_MODEL, free_port
 
 
 def dead_pid() -> int:
