@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     # How onnxruntime keeps activation memory between calls: arena | shrink | no_arena
     # (docs/box.md, "Memory given back"), and whether the last ① inference of a crowd hands the
     # freed heap back to the kernel (glibc malloc_trim).
-    memory_arena: Literal["arena", "shrink", "no_arena"] = "arena"
+    memory_arena: Literal["arena", "shrink", "no_arena"] = "shrink"
     memory_trim: bool = False
 
     # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
