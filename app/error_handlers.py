@@ -46,6 +46,10 @@ def error_response(exc: LabError) -> JSONResponse:
     if exc.retry_after_s is not None:
         headers["Retry-After"] = retry_after_header(exc.retry_after_s)
         extra["retry_after_s"] = int(headers["Retry-After"])
+    if exc.reason is not None:
+        extra["reason"] = exc.reason
+    if exc.waited_s is not None:  # the page draws a refusal after a wait as server wait, not "그 밖"
+        headers["Server-Timing"] = f"wait;dur={exc.waited_s * 1000:.1f}"
     return SafeJSONResponse(error_body(exc.kind, exc.message, **extra), status_code=exc.status, headers=headers)
 
 

@@ -98,12 +98,18 @@ class LabError(Exception):
         *,
         headers: dict[str, str] | None = None,
         extra: dict[str, object] | None = None,
+        reason: str | None = None,
+        waited_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retry_after_s = retry_after_s
         self.headers = headers or {}  # e.g. ②'s Seat-Hold token beside Retry-After
         self.extra = extra or {}  # keys added to the one error shape
+        # A refusal's own reason, as /api/stats and the metrics count it (box_full from ② is seats_full,
+        # from ③ queue_too_long), and how long the request waited before it (Server-Timing `wait`).
+        self.reason = reason
+        self.waited_s = waited_s
 
     @property
     def status(self) -> int:

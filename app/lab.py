@@ -1,28 +1,26 @@
 """Builds the lab's long-lived parts in order and tears them down in reverse."""
 
 import asyncio
-import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from app.box.calibrate import slow_to_target, write_quota
+from app.box.speed import SpeedLoop, cost_relative_to
 from app.cache import CacheSnapshot, ResultCache
-from app.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.give_back import malloc_trim
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
 from app.knob_table import knob_board
 from app.knobs import KnobBoard, KnobsSnapshot
-from app.lane import InferenceLane, LaneSnapshot, ServiceClock
+from app.lane import InferenceLane, LaneSnapshot
 from app.memory_guard import open_memory_guard
-from app.model import RerankerModel, Scorer, load_topics
+from app.model import Scorer
 from app.paths import Pipeline, PipelineSnapshot
 from app.registry import LabPath, Load, PathSpec
+from app.scorer import calibrate_length, load_scorer, warmup_text
 from app.settings import Settings
 from app.strategies.batch import BatcherSnapshot
 from app.strategies.batched import MicroBatcher
@@ -77,6 +75,7 @@ class Lab:
     store: JobStore
     paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
     knobs: KnobBoard
+    speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -84,6 +83,10 @@ class Lab:
         server's wait for open connections is only for answers already due (seated ②, batches)."""
         self.draining.set()
         self.worker.drain()
+
+    def speed_now(self) -> dict[str, Any] | None:
+        """The box's speed loop's one live value (None outside the box)."""
+        return None if self.speed is None else self.speed.snapshot()
 
     @property
     def healthy(self) -> bool:
@@ -124,78 +127,17 @@ def build_tickets(
     """The one place Settings become the ticket roles' small configs."""
     service_cfg, worker_cfg, follow_cfg = ticket_configs(settings)
     signals, local = Signals(store, follow_cfg.poll_s), LocalRun()
+    lane.room.on_change(signals.watch.notify)  # ② and ③ move tickets' ETAs: followers look again
     service = TicketService(store, lane.room, pipeline, service_cfg, signals, local)
     worker = TicketWorker(store, lane, pipeline, worker_cfg, signals, local, webhooks)
     return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))
 
 
-def load_scorer(settings: Settings) -> tuple[Scorer, dict[str, Any]]:
-    model_dir = settings.resolved_model_dir()
-    model = RerankerModel(
-        model_dir,
-        load_topics(settings.topics_file),
-        intra_op_threads=settings.intra_op_threads,
-        max_tokens=settings.max_tokens,
-    )
-    manifest = dict(model.manifest)
-    slow = settings.box_slow and settings.box_seconds_per_review > 0
-    quota_dir = settings.box_state.cpu_quota_dir if settings.box_state else None
-    if slow and quota_dir is not None:
-        write_quota(Path(quota_dir), None)  # shapes are timed at the host's speed, as the calibration is
-    choice = settle_call_shape(
-        model,
-        samples_by_length(settings),
-        key=lambda: host_key(model_dir / "model.onnx", settings.intra_op_threads),
-        cache_file=model_dir / CACHE_NAME,
-        override=settings.pair_chunk,
-    )
-    manifest["call_shape"] = choice.as_dict()
-    scorer: Scorer = model  # the calibration below times this scorer: the shape actually served
-    if slow:
-        scorer, calibration = slow_to_target(model, warmup_text(settings), settings.box_seconds_per_review, quota_dir)
-        manifest["box_calibration"] = calibration.as_dict()
-    if manifest.get("weights") != "real":
-        log.warning(
-            "Serving %s with RANDOM weights: the load is real, the topic scores are meaningless. "
-            "See docs/model.md, 'Real weights'.",
-            model_dir,
-        )
-    return scorer, manifest
-
-
-def samples_by_length(settings: Settings) -> list[str]:
-    samples = json.loads(settings.samples_file.read_text(encoding="utf-8"))
-    return sorted((str(s["text"]) for s in samples), key=len)
-
-
-def warmup_text(settings: Settings) -> str:
-    """A sample review of median length: the service clock starts from what a typical review costs.
-
-    Cost grows with length; warming up on the shortest sample made the first ETAs and
-    Retry-After hints about half of the truth (measured in docs/bench/overload.md).
-    """
-    samples = samples_by_length(settings)
-    return samples[len(samples) // 2]
-
-
-async def calibrate_length(scorer: Scorer, clock: ServiceClock, settings: Settings) -> None:
-    """Seed the length fit with the shortest, longest, median and lower-quartile samples, so the
-    first ETAs already know long from short. Timed straight on the scorer (nothing else runs yet),
-    so the per-review average keeps starting from the median review alone."""
-    samples = samples_by_length(settings)
-    for text in (samples[0], samples[-1], samples[len(samples) // 2], samples[len(samples) // 4]):
-        started = time.perf_counter()
-        await asyncio.to_thread(scorer.score, [text])
-        clock.length.observe(time.perf_counter() - started, 1, len(text))
-
-
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
-    if scorer is None:
-        scorer, manifest = load_scorer(settings)
-    else:
-        manifest = {"name": type(scorer).__name__, "weights": "fake"}
+    fake = {"name": type(scorer).__name__, "weights": "fake"}
+    scorer, manifest, speed = load_scorer(settings) if scorer is None else (scorer, fake, None)
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
@@ -205,12 +147,14 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
+        if speed is not None:
+            speed.start(cost_relative_to(lane.clock.length, len(warmup_text(settings))))
         guard = await open_memory_guard(settings, scorer, warmup_text(settings))
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
-        naive = NaiveRunner(scorer, guard)
+        naive = NaiveRunner(scorer, guard, malloc_trim if settings.memory_trim else None)
         holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s)
         limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)
         batcher = MicroBatcher(
@@ -234,10 +178,13 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             store=store,
             paths=lab_paths(naive, limited, batcher, tickets.service),
             knobs=knobs,
+            speed=speed,
         )
     finally:  # in reverse order of starting
         if batcher is not None:
             await batcher.stop()
+        if speed is not None:
+            speed.stop()
         if tickets is not None:
             await tickets.worker.stop()
         lane.stop()

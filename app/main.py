@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -54,7 +55,12 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
 
     app.state.live_stats = live.stats_ticker(app)
     app.state.registry, app.state.collector = lab_registry(current_lab)
-    app.state.registry.register(BoxCollector(settings.box_state))
+
+    def current_speed() -> dict[str, Any] | None:
+        lab = current_lab()
+        return None if lab is None else lab.speed_now()
+
+    app.state.registry.register(BoxCollector(settings.box_state, current_speed))
 
     # The middleware counts every answer into the collector's tally: one registry per app.
     def routes() -> dict[str, str]:

@@ -101,6 +101,7 @@ class MemoryGuard:
                     f"Memory guard: this review needs about {need / 2**20:.0f} MiB and the process would reach "
                     f"{projected / 2**20:.0f} MiB, over the {self.cap_bytes / 2**20:.0f} MiB cap. Try again later.",
                     retry_after_s,
+                    reason="memory_would_not_fit",
                 )
             self._promised += need
         return need

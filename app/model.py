@@ -96,6 +96,7 @@ class RerankerModel:
         max_tokens: int = 512,
         chunk_pairs: int = 24,
         call_shape: CallShape | None = None,
+        memory: str = "arena",
     ) -> None:
         if not (model_dir / "model.onnx").exists():
             raise FileNotFoundError(f"no model.onnx in {model_dir}; run `just model` first")
@@ -108,6 +109,12 @@ class RerankerModel:
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # How onnxruntime keeps activation memory between calls (docs/box.md, "Memory given back"):
+        # arena (kept for the next call), shrink (the arena returns what a call grew), no_arena (malloc).
+        options.enable_cpu_mem_arena = memory != "no_arena"
+        self._run_options = ort.RunOptions()
+        if memory == "shrink":
+            self._run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.session = ort.InferenceSession(str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
         self._input_names = {i.name for i in self.session.get_inputs()}
 
@@ -140,7 +147,7 @@ class RerankerModel:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            (out,) = self.session.run(["logits"], feeds)
+            (out,) = self.session.run(["logits"], feeds, self._run_options)
             logits[chunk] = out.reshape(-1)
         n = len(self.topics)
         return [self._rank(logits[k * n : (k + 1) * n]) for k in range(len(texts))]

@@ -131,11 +131,17 @@ class JobOut(BaseModel):
 
 
 class ErrorOut(BaseModel):
-    """Every 4xx/5xx body. A 422 from the schema adds `fields`; a 429/503 with a hint adds `retry_after_s`."""
+    """Every 4xx/5xx body. A 422 from the schema adds `fields`; a 429/503 with a hint adds `retry_after_s`,
+    a refusal its `reason`."""
 
     error: str = Field(description=" | ".join(sorted({kind.code for kind in TABLE})))
     detail: str = Field(description="One sentence for people")
     retry_after_s: int | None = Field(None, description="The Retry-After header, in whole seconds")
+    reason: str | None = Field(
+        None,
+        description="A refusal's own reason, as /api/stats `rejections` and the metrics count it: "
+        "seats_full | queue_too_long | waited_too_long | job_queue_full | memory_would_not_fit",
+    )
     fields: list[dict[str, Any]] | None = Field(None, description="422 from the schema: each problem's loc/msg/type")
     hold_token: str | None = Field(
         None, description="② 429: send it back as the Seat-Hold header within hold_grace_s after Retry-After"

@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -83,6 +84,12 @@ class Settings(BaseSettings):
     box_slow: bool = False
     # Set by the box for the server it starts (LAB_BOX_STATE, JSON); None outside the box.
     box_state: BoxState | None = None
+
+    # How onnxruntime keeps activation memory between calls: arena | shrink | no_arena
+    # (docs/box.md, "Memory given back"), and whether the last ① inference of a crowd hands the
+    # freed heap back to the kernel (glibc malloc_trim).
+    memory_arena: Literal["arena", "shrink", "no_arena"] = "shrink"
+    memory_trim: bool = False
 
     # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
     # when current RSS plus one inference's measured memory would pass the cap.

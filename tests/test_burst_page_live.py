@@ -75,15 +75,15 @@ def finish(page: Page) -> dict[str, Any]:
 def test_naive_burst_moves_the_memory_shown_while_it_runs(desk: Page) -> None:
     # First burst on a fresh server: six inferences at once allocate what one at a time did not. On the
     # tiny model that is a few MiB, so the panel's raw byte count is compared, not the rounded MiB.
-    before = int(desk.get_attribute("#box-memory", "data-rss-bytes") or 0)
+    before = int(desk.get_attribute("#box-memory", "data-memory-bytes") or 0)
     fire(desk, "naive")
     desk.wait_for_function(
-        f"{RUNNING} && Number(document.getElementById('box-memory').dataset.rssBytes) !== {before}", timeout=GUARD_MS
+        f"{RUNNING} && Number(document.getElementById('box-memory').dataset.memoryBytes) !== {before}", timeout=GUARD_MS
     )
     record = finish(desk)
-    assert record["peakRssBytes"] > record["rssBeforeBytes"]
+    assert record["peakMemoryBytes"] > record["memoryBeforeBytes"]
     assert record["peakInFlight"]["naive"] >= 2
-    assert "최대 RSS" in desk.inner_text("#burst-box")
+    assert "최대 메모리" in desk.inner_text("#burst-box")
 
 
 def test_panel_stays_live_during_a_batched_burst_that_holds_six_connections(desk: Page) -> None:

@@ -78,16 +78,21 @@ def test_metrics_and_stats_are_served(server: LiveServer) -> None:
     assert stats["process"]["rss_bytes"] > 0 and stats["lane"]["completed"] >= 1
 
 
-def test_a_slowed_box_burns_cpu_up_to_the_target_and_reports_its_calibration() -> None:
+def test_a_slowed_box_burns_cpu_up_to_the_target_and_reports_one_live_speed() -> None:
     with live_server(LAB_BOX_SECONDS_PER_REVIEW="0.3") as raw:
         unslowed = httpx.get(f"{raw.url}/api/model").json()["box"]
     with live_server(**slowed(0.3)) as slow:
         response = httpx.post(f"{slow.url}/api/limited/predict", json={"text": "느린 상자"})
         box = httpx.get(f"{slow.url}/api/model").json()["box"]
-    assert unslowed["calibration"] is None and unslowed["boxed"] is False  # a bare server is never slowed
+        stats = httpx.get(f"{slow.url}/api/stats").json()["box"]
+        metrics = httpx.get(f"{slow.url}/metrics").text
+    assert unslowed["calibration"] is None and unslowed["speed"] is None  # a bare server is never slowed
     assert response.status_code == 200
-    calibration = box["calibration"]
+    calibration, speed = box["calibration"], box["speed"]
     # No cgroup outside the box: the tiny model (milliseconds) is padded with CPU work many times its cost.
-    assert calibration["method"] == "burn" and calibration["padding"] > 10
+    assert calibration["method"] == speed["method"] == "burn" and speed["padding"] > 10
     # Burnt CPU time cannot take less wall time than the target's share of it.
     assert calibration["achieved_s"] >= 0.8 * 0.3 > 10 * calibration["host_cpu_s"]
+    # The loop's one value: the same target and method in /api/stats and /metrics, measured reviews behind it.
+    assert speed["target_s"] == stats["speed"]["target_s"] == 0.3 and speed["reviews"] >= 1
+    assert "review_box_target_seconds 0.3" in metrics and 'review_box_cpu_fraction{method="burn"}' in metrics

@@ -10,18 +10,23 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import get_lab
 from app.box import report
+from app.box.memory import memory_now
 from app.box.state import BoxState
 from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
-from app.lab import LabSnapshot
+from app.lab import Lab, LabSnapshot
 from app.strategies.tickets import TicketsSnapshot
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
 
 
-def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None) -> dict[str, Any]:
+def stats_body(
+    snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None, speed: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
     lane, cache, loads = snap.lane, snap.cache, snap.loads
+    rss = _process.memory_info().rss
+    naive = loads["naive"].in_flight
     return {
         "lane": {
             "busy": lane.busy,
@@ -33,6 +38,12 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
             "service_s_per_review": round(lane.per_review_s, 4),
             "busy_s": round(lane.busy_s, 3),
         },
+        # The box's one CPU: the lane's inference (②③④) and every ① inference beside it.
+        "cpu": {
+            "inferences": int(lane.busy) + naive,
+            "lane": int(lane.busy),
+            "naive": naive,
+        },
         "paths": {
             p.name: {"in_flight": loads[p.name].in_flight, "waiting": loads[p.name].waiting, **loads[p.name].details}
             for p in snap.paths
@@ -43,8 +54,10 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
         # ②'s held seats: tokens issued, holds that expired unclaimed, what presented tokens got.
         "holds": {"issued": snap.holds.issued, "no_shows": snap.holds.no_shows, **snap.holds.results},
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
-        "process": {"rss_bytes": _process.memory_info().rss},
-        "box": report.stats(box),
+        "process": {"rss_bytes": rss},
+        # Outside the box nothing caps the server: RSS, no percentage.
+        "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss),
+        "box": report.stats(box, speed),
         # The instructor's live values; pages announce a change when `version` moves (app/knobs.py).
         "knobs": {
             "version": snap.knobs.last.version if snap.knobs.last else 0,
@@ -57,8 +70,13 @@ def stats_body(snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None
 @router.get("/api/stats", summary="Live state of the lane, the paths and the process")
 async def stats(request: Request) -> dict[str, Any]:
     lab = get_lab(request)
+    return await lab_stats(lab)
+
+
+async def lab_stats(lab: Lab) -> dict[str, Any]:
+    """What GET /api/stats and its WebSocket answer, from one set of snapshots."""
     tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
-    return stats_body(lab.snapshot(), tickets, lab.settings.box_state)
+    return stats_body(lab.snapshot(), tickets, lab.settings.box_state, lab.speed_now())
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")
@@ -78,7 +96,7 @@ async def model(request: Request) -> dict[str, Any]:
         "inter_op_threads": 1,
         # Pairs per onnxruntime call, and the timings that chose it (app/callshape.py); None for a fake scorer.
         "call_shape": manifest.get("call_shape"),
-        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration")),
+        "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration"), lab.speed_now()),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),
         "service_samples": lab.lane.clock.samples,
     }

@@ -37,8 +37,7 @@ log = logging.getLogger(__name__)
 
 async def stats_body(lab: Lab) -> dict[str, Any]:
     """Exactly what GET /api/stats answers, from the same snapshots."""
-    tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
-    return info.stats_body(lab.snapshot(), tickets, lab.settings.box_state)
+    return await info.lab_stats(lab)
 
 
 def stats_ticker(app: FastAPI) -> Ticker:

@@ -1,21 +1,24 @@
 """Slow the CPU, not the clock, until the median sample review costs the box's target (~1 s) on any host.
 
-At start-up the server times the median sample review on the host's full speed (CPU seconds),
-then either sets a CPU quota on its own cgroup (fraction = host cost / target) or, without a
-cgroup, burns CPU after every inference in proportion to the CPU that inference really used.
+At start-up the server times the median sample review on the host's full speed (CPU seconds):
+the first guess of a CPU quota on its own cgroup (fraction = host cost / target) or, without a
+cgroup, of CPU burnt after every inference in proportion to the CPU that inference really used.
 Either way N concurrent inferences share one slow CPU and each takes N times longer; a sleep
-would let them wait in parallel. It then re-times the review: that is what the box achieved.
+would let them wait in parallel. From then on the speed loop (app/box/speed.py) keeps the
+reviews that really run at the target; a restart starts from the loop's last setting.
 """
 
 import logging
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.box.burn import BurningScorer
+from app.box.meter import ReviewMeter
+from app.box.speed import Setting, SpeedLoop
 from app.model import Scorer
 
 log = logging.getLogger(__name__)
@@ -29,16 +32,15 @@ MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """What the box measured and did; `achieved_s` is the median sample review re-timed (wall clock) after slowing."""
+    """The start-up first guess; `achieved_s` is one median review timed at it. The loop's live value
+    is `SpeedLoop.snapshot()`."""
 
     target_s: float
-    host_cpu_s: float
-    method: str  # quota | burn | none
+    host_cpu_s: float | None  # None when the setting was reused from the previous incarnation
+    method: str  # quota | burn
     # Wall clock of the same unslowed runs: above the target (a slow CPU, a throttled container) means no slowing.
     host_wall_s: float | None = None
-    quota_us: int | None = None
-    period_us: int | None = None
-    padding: float | None = None
+    fraction: float | None = None  # of one core, the loop's first setting
     achieved_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,7 +56,7 @@ def quota_for(host_cpu_s: float, target_s: float) -> tuple[int, int] | None:
     """
     if padding_for(host_cpu_s, target_s) <= 0:
         return None
-    period = max(MIN_PERIOD_US, min(PERIOD_US, round(target_s * 1e6 / PERIODS_PER_REVIEW)))
+    period = period_for(target_s)
     quota = round(host_cpu_s / target_s * period)
     return (quota, period) if quota >= MIN_QUOTA_US else None
 
@@ -87,12 +89,10 @@ def cpu_seconds(scorer: Scorer, text: str, clock: Callable[[], float]) -> float:
     return clock() - started
 
 
-def choose_method(host_cpu_s: float, host_wall_s: float, target_s: float, *, has_cgroup: bool) -> str:
-    """none when a review already costs the target here (in CPU or on the clock), quota with a cgroup and a
-    legal quota, else burn."""
-    if padding_for(host_cpu_s, target_s) <= 0 or host_wall_s >= target_s:
-        return "none"
-    if has_cgroup and quota_for(host_cpu_s, target_s) is not None:
+def choose_method(host_cpu_s: float, target_s: float, *, has_cgroup: bool) -> str:
+    """quota with a cgroup and a legal quota (a whole core when the host is already that slow: the loop
+    may lower it later), else burn."""
+    if has_cgroup and (padding_for(host_cpu_s, target_s) <= 0 or quota_for(host_cpu_s, target_s) is not None):
         return "quota"
     return "burn"
 
@@ -103,50 +103,88 @@ def cpu_and_wall(scorer: Scorer, text: str) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def slow_to_target(
+def period_for(target_s: float) -> int:
+    return max(MIN_PERIOD_US, min(PERIOD_US, round(target_s * 1e6 / PERIODS_PER_REVIEW)))
+
+
+def first_guess(
     scorer: Scorer, text: str, target_s: float, cpu_dir: str | None, runs: int = 3
-) -> tuple[Scorer, Calibration]:
-    """Measure, slow, re-measure. Runs before the lane starts, so nothing else competes for the CPU."""
+) -> tuple[Setting, Calibration]:
+    """Time the median review at the host's full speed: the loop's first fraction. Runs before the lane
+    starts, so nothing else competes for the box's CPU (other programs on the host may)."""
     if cpu_dir is not None:
-        write_quota(Path(cpu_dir), None)  # a previous incarnation's quota must not be measured as the host
+        write_quota(Path(cpu_dir), None)  # a previous setting must not be measured as the host
     scorer.score([text])  # warm caches and the arena; not timed
     timed = [cpu_and_wall(scorer, text) for _ in range(runs)]
     host_cpu = round(statistics.median(c for c, _ in timed), 4)
     host_wall = round(statistics.median(w for _, w in timed), 4)
-    slowed: Scorer = scorer
-    quota = quota_for(host_cpu, target_s)
-    method = choose_method(host_cpu, host_wall, target_s, has_cgroup=cpu_dir is not None)
-    if method == "none":
-        calibration = Calibration(target_s, host_cpu, "none", host_wall)
-    elif method == "quota" and cpu_dir is not None and quota is not None:
-        write_quota(Path(cpu_dir), quota)
-        calibration = Calibration(target_s, host_cpu, "quota", host_wall, quota_us=quota[0], period_us=quota[1])
+    method = choose_method(host_cpu, target_s, has_cgroup=cpu_dir is not None)
+    if method == "burn":
+        # Padding is applied to the inference thread's own CPU time, so guess on the same clock.
+        host = _median(runs, lambda: cpu_seconds(scorer, text, time.thread_time))
+        floor = 0.001
     else:
-        # No cgroup, or a quota under the kernel's minimum. Padding is applied to the inference
-        # thread's own CPU time, so calibrate on the same clock.
-        thread_cpu = _median(runs, lambda: cpu_seconds(scorer, text, time.thread_time))
-        padding = padding_for(thread_cpu, target_s)
-        slowed = BurningScorer(scorer, padding)
-        calibration = Calibration(target_s, host_cpu, "burn", host_wall, padding=round(padding, 3))
-    # One slowed run: each costs the target (seconds), and the lane's warm-up times the same review again.
-    achieved = cpu_seconds(slowed, text, time.perf_counter)
-    calibration = Calibration(**{**calibration.as_dict(), "achieved_s": round(achieved, 4)})
+        host, floor = host_cpu, MIN_QUOTA_US / period_for(target_s)
+    # A host whose clock already shows the target (busy, throttled) starts unslowed.
+    fraction = 1.0 if host_wall >= target_s else min(max(host / target_s, floor), 1.0)
+    setting = Setting(method, round(fraction, 4), target_s, floor)
+    return setting, Calibration(target_s, host_cpu, method, host_wall)
+
+
+def applier(cpu_dir: str | None, burning: BurningScorer | None) -> Callable[[Setting], None]:
+    """What puts a setting into force: the quota file, or the burning scorer's padding."""
+
+    def apply(s: Setting) -> None:
+        if s.method == "quota" and cpu_dir is not None:
+            period = period_for(s.target_s)
+            write_quota(Path(cpu_dir), None if s.fraction >= 1.0 else (round(s.fraction * period), period))
+        elif burning is not None:
+            burning.padding = 1.0 / s.fraction - 1.0
+
+    return apply
+
+
+def slow_to_target(
+    model: Scorer, text: str, target_s: float, cpu_dir: str | None, speed_file: str | None = None
+) -> tuple[ReviewMeter, Calibration, SpeedLoop]:
+    """The box's scorer (metered, maybe burning) and its speed loop, started from the setting a previous
+    incarnation left (a restart must not measure whatever the dying box left behind) or from a measurement."""
+    saved = Setting.load(Path(speed_file)) if speed_file else None
+    usable = saved is not None and saved.target_s == target_s and (saved.method == "burn" or cpu_dir is not None)
+    if saved is not None and usable:
+        setting, calibration, guess = saved, Calibration(target_s, None, saved.method), "reused"
+    else:
+        setting, calibration = first_guess(model, text, target_s, cpu_dir)
+        guess = "measured"
+    burning = BurningScorer(model, 0.0) if setting.method == "burn" else None
+    meter = ReviewMeter(burning or model)
+    loop = SpeedLoop(
+        setting,
+        meter,
+        applier(cpu_dir, burning),
+        probe=lambda: meter.score([text]),
+        save_to=Path(speed_file) if speed_file else None,
+        first_guess=guess,
+    )
+    # One run at the first setting (it also feeds the loop): each should cost the target.
+    achieved = cpu_seconds(meter, text, time.perf_counter)
+    calibration = replace(calibration, fraction=setting.fraction, achieved_s=round(achieved, 4))
     log.warning(
-        "Box calibration: the median sample review costs %.3f CPU s (%.3f s wall) on this host; target %.2f s; %s; "
-        "achieved %.3f s.",
-        host_cpu,
-        host_wall,
+        "Box speed: first guess %s (%s), host %s CPU s per median review; target %.2f s; %s; achieved %.3f s.",
+        guess,
+        calibration.method,
+        "?" if calibration.host_cpu_s is None else f"{calibration.host_cpu_s:.3f}",
         target_s,
-        describe(calibration),
+        describe(setting),
         achieved,
     )
-    return slowed, calibration
+    return meter, calibration, loop
 
 
-def describe(c: Calibration) -> str:
-    """A few words on how the CPU was slowed, for the log and the supervisor's one line."""
-    if c.method == "quota" and c.quota_us is not None and c.period_us is not None:
-        return f"CPU quota {100 * c.quota_us / c.period_us:.1f}% of one core"
-    if c.method == "burn":
-        return f"CPU burning x{c.padding} after each inference"
-    return "host already slower than the target: not slowed"
+def describe(s: Setting) -> str:
+    """A few words on how the CPU is slowed now, for the log and the supervisor's one line."""
+    if s.fraction >= 1.0:
+        return "not slowed (a whole core)"
+    if s.method == "quota":
+        return f"CPU quota {100 * s.fraction:.1f}% of one core"
+    return f"CPU burning x{1 / s.fraction - 1:.3g} after each inference"

@@ -17,6 +17,10 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")
 CONTROLLERS = ("cpuset", "cpu", "memory")
+# Sixteen times a host process's weight: another program on the box's core gets what the box's
+# quota leaves, instead of half the core whatever the quota says (the quota alone sets the box's speed).
+CPU_WEIGHT_V1 = 16 * 1024  # cpu.shares, default 1024
+CPU_WEIGHT_V2 = 16 * 100  # cpu.weight, default 100
 
 
 def parent_dirs(proc_cgroup: str, root: Path) -> tuple[dict[str, Path], int]:
@@ -109,6 +113,9 @@ def _v1_setup(controller: str, folder: Path, parent: Path, cpus: list[int], cap:
     if controller == "cpuset":
         _write(folder / "cpuset.cpus", ",".join(map(str, cpus)))
         _write(folder / "cpuset.mems", (parent / "cpuset.mems").read_text().strip())
+    elif controller == "cpu" and (folder / "cpu.shares").exists():  # a kernel file: never create one
+        with contextlib.suppress(OSError):
+            _write(folder / "cpu.shares", str(CPU_WEIGHT_V1))
     elif controller == "memory":
         _write(folder / "memory.limit_in_bytes", str(cap))
         # Without swap accounting the cap would only push pages to swap; no swap here means no-op.
@@ -127,6 +134,9 @@ def _v2_setup(folder: Path, parent: Path, wanted: list[str], cpus: list[int], ca
     usable = [c for c in usable if c in active]
     if "cpuset" in usable:
         _write(folder / "cpuset.cpus", ",".join(map(str, cpus)))
+    if "cpu" in usable and (folder / "cpu.weight").exists():
+        with contextlib.suppress(OSError):
+            _write(folder / "cpu.weight", str(CPU_WEIGHT_V2))
     if "memory" in usable:
         _write(folder / "memory.max", str(cap))
         with contextlib.suppress(OSError):

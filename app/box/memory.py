@@ -10,6 +10,8 @@ import logging
 import os
 import signal
 import threading
+from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -18,6 +20,41 @@ from app.box.cgroups import BoxCgroup
 log = logging.getLogger(__name__)
 
 MEMORY_CAP = "memory_cap"
+
+
+def _stat(folder: Path, key: str) -> int:
+    for line in (folder / "memory.stat").read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
+
+
+def charged_bytes(memory_dir: str | None) -> int | None:
+    """What the memory cgroup charges against the cap and cannot simply drop: usage less the
+    inactive page cache (the model file read at start-up, reclaimed first); None without a group."""
+    if memory_dir is None:
+        return None
+    folder = Path(memory_dir)
+    try:
+        if (folder / "memory.usage_in_bytes").exists():  # v1
+            return int((folder / "memory.usage_in_bytes").read_text()) - _stat(folder, "total_inactive_file")
+        return int((folder / "memory.current").read_text()) - _stat(folder, "inactive_file")
+    except (OSError, ValueError):
+        return None
+
+
+def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[str, Any]:
+    """/api/stats' `memory`: the box's memory as the kernel counts it (the cgroup, else this process's RSS),
+    in bytes and % of the cap (None without a cap)."""
+    charged = charged_bytes(memory_dir)
+    used, source = (charged, "cgroup") if charged is not None else (rss_bytes, "rss")
+    return {
+        "bytes": used,
+        "source": source,
+        "cap_bytes": cap_bytes or None,
+        "pct_of_cap": round(100 * used / cap_bytes, 1) if cap_bytes > 0 else None,
+    }
 
 
 def tree_rss(pid: int) -> int:

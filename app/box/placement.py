@@ -66,6 +66,12 @@ class Placement:
             return None
         return str(self.group.dirs["cpu"])
 
+    @property
+    def memory_dir(self) -> str | None:
+        if self.memory_mode != "cgroup" or self.group is None or not self.group.has("memory"):
+            return None
+        return str(self.group.dirs["memory"])
+
     def launch_args(self) -> list[str]:
         """Arguments for `app.box.launch`: the groups to join and the cores to pin before exec."""
         args: list[str] = []

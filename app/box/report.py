@@ -1,9 +1,10 @@
 """The box as others see it: one line for the instructor, a section of /api/stats and /api/model, and metrics."""
 
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.box.state import BoxState
@@ -15,32 +16,36 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def summary(state: BoxState, calibration: dict[str, Any] | None) -> str:
-    """`just serve`'s one line: CPUs, seconds per review (target and achieved), memory cap and how enforced."""
+def summary(state: BoxState, speed: dict[str, Any] | None) -> str:
+    """`just serve`'s one line: CPUs, seconds per review (target, achieved, how), memory cap and how enforced."""
     cpus = (
         f"{len(state.cpus)} CPU (core {','.join(map(str, state.cpus))}, {state.cpu_mode})"
         if state.cpus
         else (f"all CPUs ({state.cpu_mode})")
     )
-    if calibration is None or calibration.get("method") is None:
-        speed = "host speed (LAB_BOX_SECONDS_PER_REVIEW=0)"
+    if speed is None:
+        pace = "host speed (LAB_BOX_SECONDS_PER_REVIEW=0)"
     else:
-        speed = (
-            f"target {calibration['target_s']:.2f} s/review, achieved {calibration['achieved_s']:.2f} s "
-            f"(host {calibration['host_cpu_s']:.3f} s, {calibration['method']})"
+        achieved = "?" if speed["achieved_s"] is None else f"{speed['achieved_s']:.2f}"
+        pace = (
+            f"target {speed['target_s']:.2f} s/review, achieved {achieved} s "
+            f"({speed['method']} {100 * speed['cpu_fraction']:.1f}% of a core, held by a loop; "
+            f"first guess {speed['first_guess']})"
         )
     memory = (
         f"memory cap {gib(state.memory_cap_bytes)} ({state.memory_mode})"
         if state.memory_cap_bytes
         else state.memory_mode
     )
-    return f"The box: {cpus} · {speed} · {memory} · incarnation {state.incarnation}"
+    return f"The box: {cpus} · {pace} · {memory} · incarnation {state.incarnation}"
 
 
-def stats(state: BoxState | None) -> dict[str, Any]:
-    """/api/stats' `box`: who this server is among the box's restarts (incarnation 1, no deaths outside the box)."""
+def stats(state: BoxState | None, speed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """/api/stats' `box`: who this server is among the box's restarts (incarnation 1, no deaths outside the box),
+    and its speed loop's one live value (None outside the box)."""
     s = state or BoxState()
     return {
+        "speed": speed,
         "boxed": state is not None,
         "incarnation": s.incarnation,
         "uptime_s": round(time.monotonic() - _STARTED, 1),
@@ -52,8 +57,10 @@ def stats(state: BoxState | None) -> dict[str, Any]:
     }
 
 
-def model_info(state: BoxState | None, calibration: dict[str, Any] | None) -> dict[str, Any]:
-    """/api/model's `box`: how the box holds this server (cores, speed, memory)."""
+def model_info(
+    state: BoxState | None, calibration: dict[str, Any] | None, speed: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """/api/model's `box`: how the box holds this server (cores, speed now, its start-up first guess, memory)."""
     s = state or BoxState()
     return {
         "boxed": state is not None,
@@ -61,18 +68,41 @@ def model_info(state: BoxState | None, calibration: dict[str, Any] | None) -> di
         "cpu_mode": s.cpu_mode if state is not None else "not enforced (not started by the box)",
         "memory_cap_bytes": s.memory_cap_bytes,
         "memory_mode": s.memory_mode if state is not None else "not enforced (not started by the box)",
+        "speed": speed,
         "calibration": calibration,
     }
+
+
+def speed_families(speed: dict[str, Any] | None) -> Iterable[Metric]:
+    """The speed loop's value as gauges: the same dict /api/model and /api/stats show."""
+    if speed is None:
+        return
+    yield GaugeMetricFamily(
+        "review_box_target_seconds", "Seconds the box aims at per median review.", speed["target_s"]
+    )
+    if speed["achieved_s"] is not None:
+        yield GaugeMetricFamily(
+            "review_box_review_seconds",
+            "Median seconds of a median-length review alone over the last minute, as measured.",
+            speed["achieved_s"],
+        )
+    method = GaugeMetricFamily(
+        "review_box_cpu_fraction", "Share of one core the speed loop gives the box now, by method.", labels=["method"]
+    )
+    method.add_metric([speed["method"]], speed["cpu_fraction"])
+    yield method
 
 
 class BoxCollector(Collector):
     """Incarnation, uptime and deaths, read at scrape time from the state this server was started with."""
 
-    def __init__(self, state: BoxState | None) -> None:
+    def __init__(self, state: BoxState | None, speed: Callable[[], dict[str, Any] | None] = lambda: None) -> None:
         self.state = state
+        self.speed = speed
 
     def collect(self) -> Any:
         s = stats(self.state)
+        yield from speed_families(self.speed())
         yield GaugeMetricFamily(
             "review_box_incarnation", "Which restart of the box this server is (1 = first).", s["incarnation"]
         )

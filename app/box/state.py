@@ -25,3 +25,7 @@ class BoxState(BaseModel):
     memory_mode: str = "not enforced"
     # The server's own cpu cgroup folder, where calibration writes the CPU quota; None: burn CPU instead.
     cpu_quota_dir: str | None = None
+    # The box's memory cgroup folder: /api/stats shows what it charges against the cap; None: RSS.
+    memory_dir: str | None = None
+    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/box/speed.py).
+    speed_file: str | None = None

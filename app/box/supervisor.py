@@ -10,10 +10,12 @@ SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end 
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -74,6 +76,8 @@ class Supervisor:
     port: int
     placement: Placement
     sock: socket.socket
+    # The box's own folder (removed on exit): the speed loop's setting lives here between incarnations.
+    state_dir: str | None = None
     stopping: bool = False
     child: "subprocess.Popen[bytes] | None" = None
 
@@ -84,6 +88,8 @@ class Supervisor:
             memory_cap_bytes=max(self.settings.memory_cap_bytes, 0),
             memory_mode=self.placement.memory_mode,
             cpu_quota_dir=self.placement.quota_dir,
+            memory_dir=self.placement.memory_dir,
+            speed_file=None if self.state_dir is None else os.path.join(self.state_dir, "speed.json"),
         )
 
     def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":
@@ -112,7 +118,7 @@ class Supervisor:
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     box = httpx.get(f"{url}/api/model", timeout=5).json().get("box", {})
-                    line = f"{url}  {summary(state, box.get('calibration'))}"
+                    line = f"{url}  {summary(state, box.get('speed'))}"
                     print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
                     return
             except httpx.HTTPError:
@@ -165,7 +171,8 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
-    supervisor = Supervisor(settings, host, port, placement, sock)
+    state_dir = tempfile.mkdtemp(prefix="lab-box-")
+    supervisor = Supervisor(settings, host, port, placement, sock, state_dir)
     signal.signal(signal.SIGINT, supervisor.on_signal)
     signal.signal(signal.SIGTERM, supervisor.on_signal)
     try:
@@ -173,3 +180,4 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     finally:
         placement.close()
         supervisor.sock.close()
+        shutil.rmtree(state_dir, ignore_errors=True)

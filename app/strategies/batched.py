@@ -57,6 +57,8 @@ class MicroBatcher:
         self._closed = dict.fromkeys(BATCH_CLOSE_REASONS, 0)
         self._sizes = Tally(BATCH_SIZE_BUCKETS)
         self._refused = {"queue_too_long": 0}
+        # The first batch of the queue waits in the lane's FIFO as a turn, which the backlog does not cost.
+        lane.room.share(self.name, self.held_s, in_fifo=1)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._serve(), name="batcher")
@@ -96,6 +98,12 @@ class MicroBatcher:
     def waiting(self) -> int:
         return self.gathering
 
+    def held_s(self) -> list[float]:
+        """Seconds each batch the queue will make takes on the lane, oldest first (tickets' ETAs count them)."""
+        queued = list(self._queue)
+        chunks = [queued[i : i + self._max_size] for i in range(0, len(queued), self._max_size)]
+        return [self._lane.clock.estimate_s(len(c), sum(len(w.text) for w in c)) for c in chunks]
+
     def predicted_wait_s(self) -> float:
         """The lane's backlog plus what is held here, at the measured seconds per review."""
         return self._lane.room.after_reviews(self.gathering)
@@ -122,12 +130,15 @@ class MicroBatcher:
                 f"Batches already queued would make you wait about {predicted:.0f} s "
                 f"(limit {self._max_wait_s:g} s). Try again later.",
                 predicted - self._max_wait_s + self._lane.room.per_review_s,
+                reason="queue_too_long",
+                waited_s=0.0,
             )
         waiter = Waiter(text, asyncio.get_running_loop().create_future())
         if not self._queue and self._lane_idle():
             self._window_ends = waiter.arrived + self._window_s
         self._queue.append(waiter)
         self._arrived.set()
+        self._lane.room.changed()
         return await waiter.future
 
     async def _serve(self) -> None:
@@ -145,6 +156,7 @@ class MicroBatcher:
                 turn.fill(())  # granted just now after all: give the lane back at once
                 raise
             batch = self._take()
+            self._lane.room.changed()
             self._window_ends = None
             result = turn.fill([w.text for w in batch])  # an empty batch gives the turn up
             if batch:

@@ -60,6 +60,8 @@ class SeatGate:
         self._admitted = 0
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
+        self._seated_chars: list[int] = []  # of the requests seated, not yet on the lane, in arrival order
+        lane.room.share("limited", self.held_s)
 
     @property
     def capacity(self) -> int:
@@ -76,6 +78,10 @@ class SeatGate:
     @property
     def waiting(self) -> int:
         return self._admitted - self._in_flight
+
+    def held_s(self) -> list[float]:
+        """Seconds each seated request will take on the lane, in the order the seats are served."""
+        return [self._lane.room.one(chars) for chars in self._seated_chars]
 
     def retry_after_s(self) -> float:
         return self._lane.room.after_reviews(self.waiting)
@@ -101,20 +107,25 @@ class SeatGate:
         """Infer one review; the wait runs from this call to the start of its inference."""
         arrived = time.monotonic()
         if not await self._admit(visit):
-            raise self._refuse(visit)
+            raise self._refuse(visit, waited_s=time.monotonic() - arrived)
         deadline = time.monotonic() + self._max_wait_s  # from the seat: a returner's time at the door is its hold's
         self._admitted += 1
+        self._seated_chars.append(len(text))
+        self._lane.room.changed()
         try:
             try:
                 async with asyncio.timeout(self._max_wait_s):
                     await self._slot.acquire()
             except TimeoutError:
-                raise self._waited_too_long() from None
+                raise self._waited_too_long(arrived) from None
+            finally:
+                self._seated_chars.remove(len(text))
+                self._lane.room.changed()
             self._in_flight += 1
             try:
                 result = await self._lane.run([text], deadline=deadline)
             except DeadlinePassed:
-                raise self._waited_too_long() from None
+                raise self._waited_too_long(arrived) from None
             except Exception as exc:
                 raise InferenceFailed(f"Inference failed: {exc}") from exc
             finally:
@@ -167,28 +178,40 @@ class SeatGate:
                 turn.set_result(None)
                 return
 
-    def _refuse(self, visit: Visit | None) -> BoxFull:
-        """429 with when to come back; with holds on, a token for the seat kept until then."""
+    def _refuse(self, visit: Visit | None, waited_s: float) -> BoxFull:
+        """429 with when to come back; with holds on, a token for the seat kept until then.
+
+        `waited_s` is 0 for a walk-in; a returner may have waited at the door for its held seat.
+        """
         self._refused["seats_full"] += 1
         message = f"The box is full: 1 in flight and {self._seats} seats taken. Try again later."
         headers = {"Seat-Hold-Result": visit.result} if visit is not None and visit.result else {}
         if not self.holds.enabled:
-            return BoxFull(message, self.retry_after_s(), headers=headers)
+            return BoxFull(message, self.retry_after_s(), headers=headers, reason="seats_full", waited_s=waited_s)
         # Seats that must free before one is this client's: the taken ones and the holds ahead, past capacity.
         ahead = max(0, self._admitted + self.holds.live - self.capacity)
         come_back = int(retry_after_header(self._lane.room.after_reviews(ahead)))
         token = self.holds.issue(come_back)
         if token is None:
-            return BoxFull(message, come_back, headers=headers)
+            return BoxFull(message, come_back, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (
             f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
         )
         extra: dict[str, object] = {"hold_token": token, "hold_grace_s": self.holds.grace_s}
-        return BoxFull(message, come_back, headers={**headers, "Seat-Hold": token}, extra=extra)
+        return BoxFull(
+            message,
+            come_back,
+            headers={**headers, "Seat-Hold": token},
+            extra=extra,
+            reason="seats_full",
+            waited_s=waited_s,
+        )
 
-    def _waited_too_long(self) -> WaitedTooLong:
+    def _waited_too_long(self, arrived: float) -> WaitedTooLong:
         self._refused["waited_too_long"] += 1
         return WaitedTooLong(
             f"Waited more than {self._max_wait_s:g} s for the model; the box is overloaded.",
             self.retry_after_s(),
+            reason="waited_too_long",
+            waited_s=time.monotonic() - arrived,
         )

@@ -125,6 +125,8 @@ class TicketService:
             raise JobQueueFull(
                 f"The ticket queue is full ({full.queued} waiting). Try again later.",
                 self._room.after_reviews(full.queued),
+                reason="job_queue_full",
+                waited_s=0.0,
             ) from None
         if not created:
             return await self._replay(stored, request)

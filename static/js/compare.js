@@ -38,17 +38,26 @@ const GAVE_UP = {
       `포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 ${fmtMs(s.p95Ms)}` +
       (Number.isFinite(fastest) ? ` (가장 빠른 답 ${fmtMs(fastest)})` : "");
     const box = burst.box;
-    if (box && box.peakRssBytes != null && box.rssBeforeBytes != null) {
-      line += `, 메모리 +${((box.peakRssBytes - box.rssBeforeBytes) / 2 ** 20).toFixed(0)} MiB`;
+    if (box && box.peakMemoryBytes != null && box.memoryBeforeBytes != null) {
+      line += `, 메모리 +${((box.peakMemoryBytes - box.memoryBeforeBytes) / 2 ** 20).toFixed(0)} MiB`;
+      if (box.peakMemoryPct != null) line += ` (상한의 ${box.peakMemoryPct.toFixed(0)}%까지)`;
     }
     return line;
   },
   requests(burst, s, refused) {
     if (!refused) return `포기한 것: 이번엔 없음. 자리가 남아 ${s.served}개 모두 받음 (더 몰리면 거절)`;
-    // "바로" only when every refusal came back within a second (a refusal that waited is not immediate).
-    const slowest = Math.max(...burst.rows.filter((r) => !isServed(r)).map((r) => r.totalMs || 0));
-    const how = slowest < QUICK_REFUSAL_MS ? "바로 거절(429)하고" : `거절(가장 늦은 거절 ${fmtMs(slowest)})하고`;
-    return `포기한 것: ${refused}/${s.size}개 요청. ${how} 받은 ${s.served}개만 제때 처리`;
+    // A 429 comes back at once; a 503 only after the request waited its limit on the server.
+    // "바로" only when every 429 came back within a second (a refusal that waited is not immediate).
+    const quick = burst.rows.filter((r) => r.status === 429);
+    const slowest = Math.max(0, ...quick.map((r) => r.totalMs || 0));
+    const late = burst.rows.filter((r) => r.status === 503);
+    const longest = Math.max(0, ...late.map((r) => r.waitMs || 0));
+    const how = [
+      quick.length && slowest < QUICK_REFUSAL_MS ? `${quick.length}개는 바로 거절(429)` : "",
+      quick.length && slowest >= QUICK_REFUSAL_MS ? `${quick.length}개는 거절(429, 가장 늦은 거절 ${fmtMs(slowest)})` : "",
+      late.length ? `${late.length}개는 서버에서 최대 ${fmtMs(longest)} 기다린 뒤 거절(503)` : "",
+    ].filter(Boolean);
+    return `포기한 것: ${refused}/${s.size}개 요청. ${how.join(", ") || "거절"}, 받은 ${s.served}개만 제때 처리`;
   },
   own_pace(burst, s) {
     return (

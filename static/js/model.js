@@ -6,9 +6,9 @@ function setText(id, text) {
 
 /** The box's CPU, speed and memory limits as /api/model reports them (app/box), in one Korean line. */
 function boxLine(box) {
-  const c = box.calibration;
   const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
-  const speed = c ? `리뷰당 목표 ${c.target_s}초, 실제 ${c.achieved_s}초 (이 컴퓨터 ${c.host_cpu_s}초, ${c.method})` : "이 컴퓨터 속도 그대로";
+  // The speed changes as the loop holds it: the panel's 리뷰 속도 line shows it live, never a start-up figure.
+  const speed = box.speed ? `리뷰당 목표 ${box.speed.target_s}초 (위 리뷰 속도 줄에 실시간)` : "이 컴퓨터 속도 그대로";
   const memory = box.memory_cap_bytes ? `메모리 상한 ${(box.memory_cap_bytes / 2 ** 30).toFixed(1)} GiB (${box.memory_mode})` : "메모리 상한 없음";
   return `상자: ${cpus} · ${speed} · ${memory}`;
 }

@@ -34,14 +34,43 @@ function sum(values) {
 
 export { boxDeaths, onBoxDied } from "./death.js";
 
+/** The box's memory as the kernel counts it against the cap (the cgroup's), else RSS: MiB and % of the cap. */
+export function memoryText(memory) {
+  if (!memory) return "–";
+  const pct = memory.pct_of_cap == null ? "" : ` (상한의 ${memory.pct_of_cap.toFixed(0)}%)`;
+  return `${mib(memory.bytes)}${pct}${memory.source === "rss" ? " · RSS" : ""}`;
+}
+
+/** The speed loop's one value (/api/stats box.speed): target, the last minute's median, how it is held. */
+function speedText(speed) {
+  const achieved = speed.achieved_s == null ? "아직 측정 없음" : `지난 1분 중앙값 ${speed.achieved_s.toFixed(2)}초`;
+  const how = speed.method === "quota" ? "CPU 할당" : "CPU 태우기";
+  const text = `목표 ${speed.target_s}초 · ${achieved} · ${how} ${(speed.cpu_fraction * 100).toFixed(0)}%`;
+  return speed.at_bound ? `${text} · ⚠ 목표에 못 맞춤: ${speed.at_bound}` : text;
+}
+
 function renderStats(stats) {
   const lane = stats.lane;
   const laneEl = document.getElementById("box-lane");
   laneEl.textContent = lane.busy ? `추론 중 (리뷰 ${lane.current_batch}개)` : "쉬는 중";
   laneEl.className = lane.busy ? "busy" : "idle";
   laneEl.dataset.busy = String(lane.busy);
-  setText("box-pending", `${lane.pending_reviews}개`);
-  setText("box-service", `리뷰당 ${lane.service_s_per_review.toFixed(2)}초`);
+  // The box's one CPU: the lane's inference and every ① beside it (① bypasses the lane, not the CPU).
+  const cpu = stats.cpu;
+  const cpuEl = document.getElementById("box-cpu");
+  cpuEl.textContent = cpu.inferences ? `추론 ${cpu.inferences}개가 나눠 씀 (레인 ${cpu.lane} + ① ${cpu.naive})` : "쉬는 중";
+  cpuEl.className = cpu.inferences ? "busy" : "idle";
+  cpuEl.dataset.inferences = String(cpu.inferences);
+  // One waiting number, the sum of the rows below it, each part named.
+  const parts = PATHS.map(({ name, number }) => [number, stats.paths[name].waiting]);
+  const total = parts.reduce((a, [, n]) => a + n, 0);
+  const shown = parts.filter(([, n]) => n > 0).map(([number, n]) => `${number} ${n}`);
+  const waitingEl = document.getElementById("box-waiting");
+  waitingEl.textContent = `${total}개${shown.length ? ` (${shown.join(" + ")})` : ""}`;
+  waitingEl.dataset.total = String(total);
+  const speed = stats.box && stats.box.speed;
+  document.getElementById("box-service-label").textContent = speed ? "리뷰 속도" : "측정한 처리 시간";
+  setText("box-service", speed ? speedText(speed) : `리뷰당 ${lane.service_s_per_review.toFixed(2)}초`);
   for (const { name } of PATHS.filter((p) => p.seats)) {
     const seated = stats.paths[name];
     setText("box-seats", `${seated.seats_taken} / ${seated.capacity} (추론 ${seated.in_flight} + 대기 ${seated.waiting})`);
@@ -49,8 +78,9 @@ function renderStats(stats) {
   const jobs = stats.jobs;
   setText("box-jobs", `대기 ${jobs.queued || 0} · 실행 ${jobs.running || 0} · 완료 ${jobs.done || 0}`);
   const memory = document.getElementById("box-memory");
-  memory.dataset.rssBytes = String(stats.process.rss_bytes);
-  memory.textContent = mib(stats.process.rss_bytes);
+  memory.dataset.memoryBytes = String(stats.memory.bytes);
+  memory.dataset.pctOfCap = stats.memory.pct_of_cap == null ? "" : String(stats.memory.pct_of_cap);
+  memory.textContent = memoryText(stats.memory);
   setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
   // `box` is there once the box (app/box) reports on /api/stats; the panel works without it.
   const box = stats.box;

@@ -4,10 +4,11 @@ import { PATHS } from "./paths.js";
 
 const MIB = 2 ** 20;
 export const mib = (bytes) => `${(bytes / MIB).toFixed(0)} MiB`;
+const memoryOf = (stats) => (stats.memory ? stats.memory.bytes : stats.process.rss_bytes);
 const incarnation = (stats) => (stats.box && stats.box.incarnation != null ? stats.box.incarnation : null);
 
 /**
- * What the panel saw during one burst: peak RSS (and RSS before), the peak waiting and in-flight
+ * What the panel saw during one burst: peak memory as the box counts it against its cap (and before), the peak waiting and in-flight
  * count per path, whether the lane was ever busy, the longest gap between updates, and whether the
  * box restarted (its incarnation changed; null when /api/stats does not say).
  * `last` and `lastAt` are the panel's latest /api/stats body and when it came (null before any).
@@ -20,7 +21,8 @@ export class Recording {
     this.updates = 0;
     this.lost = false;
     this.before = last;
-    this.peakRss = last ? last.process.rss_bytes : null;
+    this.peakMemory = last ? memoryOf(last) : null;
+    this.peakPct = last && last.memory ? last.memory.pct_of_cap : null;
     this.peakWaiting = {};
     this.peakInFlight = {};
     this.laneBusy = false;
@@ -34,7 +36,10 @@ export class Recording {
     this.updates += 1;
     this.channels.add(channel);
     this.after = stats;
-    this.peakRss = Math.max(this.peakRss ?? 0, stats.process.rss_bytes);
+    if (memoryOf(stats) >= (this.peakMemory ?? 0)) {
+      this.peakMemory = memoryOf(stats);
+      this.peakPct = stats.memory ? stats.memory.pct_of_cap : null;
+    }
     this.laneBusy = this.laneBusy || stats.lane.busy;
     for (const [path, p] of Object.entries(stats.paths)) {
       this.peakWaiting[path] = Math.max(this.peakWaiting[path] || 0, p.waiting);
@@ -53,8 +58,9 @@ export class Recording {
       maxGapMs: Math.round(Math.max(this.maxGapMs, gap)),
       channel: [...this.channels].join("+") || channel,
       lostSocket: this.lost,
-      rssBeforeBytes: this.before ? this.before.process.rss_bytes : null,
-      peakRssBytes: this.peakRss,
+      memoryBeforeBytes: this.before ? memoryOf(this.before) : null,
+      peakMemoryBytes: this.peakMemory,
+      peakMemoryPct: this.peakPct,
       peakWaiting: { ...this.peakWaiting },
       peakInFlight: { ...this.peakInFlight },
       laneBusy: this.laneBusy,
@@ -68,10 +74,13 @@ export class Recording {
 export function describeRecording(r) {
   if (!r) return "";
   const parts = [];
-  if (r.peakRssBytes != null) {
-    const delta = r.rssBeforeBytes != null ? r.peakRssBytes - r.rssBeforeBytes : null;
+  if (r.peakMemoryBytes != null) {
+    const delta = r.memoryBeforeBytes != null ? r.peakMemoryBytes - r.memoryBeforeBytes : null;
     const sign = delta != null && delta >= 0 ? "+" : "";
-    parts.push(`최대 RSS ${mib(r.peakRssBytes)}${delta != null ? ` (발사 전보다 ${sign}${(delta / MIB).toFixed(0)})` : ""}`);
+    const pct = r.peakMemoryPct == null ? "" : `, 상한의 ${r.peakMemoryPct.toFixed(0)}%`;
+    parts.push(
+      `최대 메모리 ${mib(r.peakMemoryBytes)}${pct}${delta != null ? ` (발사 전보다 ${sign}${(delta / MIB).toFixed(0)})` : ""}`,
+    );
   }
   const waiting = PATHS.filter(({ name }) => r.peakWaiting[name] > 0).map(
     ({ name, number }) => `${number} ${r.peakWaiting[name]}`,

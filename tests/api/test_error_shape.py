@@ -17,7 +17,7 @@ from tests.fakes import GatedScorer
 
 JSON = {"content-type": "application/json"}
 POSTS = ["/api/naive/predict", "/api/limited/predict", "/api/batched/predict", "/api/queue/jobs"]
-EXTRA_KEYS = {"fields", "retry_after_s", "hold_token", "hold_grace_s"}  # the only keys an error body may add
+EXTRA_KEYS = {"fields", "retry_after_s", "hold_token", "hold_grace_s", "reason"}  # the only keys an error body may add
 
 BAD_REQUESTS: list[tuple[str, str, dict[str, Any], int, str]] = [
     *[("POST", url, {"content": b"{}", "headers": JSON}, 422, "invalid_request") for url in POSTS],

@@ -1,5 +1,8 @@
 """What a server says about its box: /api/stats, /api/model and /metrics, inside and outside the box."""
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from app.box.state import BoxState
@@ -49,3 +52,31 @@ def test_the_state_travels_as_json_in_one_environment_variable(monkeypatch: pyte
     assert Settings().box_state == state
     monkeypatch.delenv("LAB_BOX_STATE")
     assert Settings().box_state is None and Settings().box_slow is False  # outside the box: raw
+
+
+async def test_stats_show_the_memory_the_cgroup_charges_as_a_share_of_the_cap(
+    lab_client: LabClientFactory, tmp_path: Path
+) -> None:
+    (tmp_path / "memory.usage_in_bytes").write_text(str(900 * 2**20))
+    (tmp_path / "memory.stat").write_text(f"total_rss {600 * 2**20}\ntotal_inactive_file {100 * 2**20}\n")
+    state = BoxState(memory_cap_bytes=1000 * 2**20, memory_mode="cgroup", memory_dir=str(tmp_path))
+    async with lab_client(GatedScorer(gated=False), box_state=state) as client:
+        boxed = (await client.get("/api/stats")).json()["memory"]
+    async with lab_client(GatedScorer(gated=False)) as client:
+        bare = (await client.get("/api/stats")).json()
+    # The page cache the kernel drops first (the model file read at start-up) is not the box filling up.
+    assert boxed == {"bytes": 800 * 2**20, "source": "cgroup", "cap_bytes": 1000 * 2**20, "pct_of_cap": 80.0}
+    assert bare["memory"]["source"] == "rss" and bare["memory"]["bytes"] == bare["process"]["rss_bytes"]
+    assert bare["memory"]["pct_of_cap"] is None  # nothing caps a server outside the box
+
+
+async def test_the_cpu_line_counts_naive_inferences_beside_the_idle_lane(lab_client: LabClientFactory) -> None:
+    scorer = GatedScorer()
+    async with lab_client(scorer) as client:
+        naive = asyncio.create_task(client.post("/api/naive/predict", json={"text": "① 리뷰"}))
+        await asyncio.to_thread(scorer.wait_entered)
+        stats = (await client.get("/api/stats")).json()
+        scorer.open()
+        assert (await naive).status_code == 200
+    assert stats["lane"]["busy"] is False
+    assert stats["cpu"] == {"inferences": 1, "lane": 0, "naive": 1}

@@ -85,10 +85,9 @@ def test_burning_scorer_pads_in_proportion_to_the_cpu_each_call_used() -> None:
     assert 2.0 <= three / one <= 4.5  # three reviews' CPU, three reviews' padding
 
 
-def test_the_method_is_quota_with_a_cgroup_burn_without_and_none_on_a_host_already_that_slow() -> None:
-    assert choose_method(0.25, 0.26, 1.0, has_cgroup=True) == "quota"
-    assert choose_method(0.25, 0.26, 1.0, has_cgroup=False) == "burn"
-    assert choose_method(0.005, 0.006, 1.0, has_cgroup=True) == "burn"  # no legal quota that small
-    assert choose_method(2.0, 2.1, 1.0, has_cgroup=True) == "none"  # a slow CPU
-    # A throttled container: little CPU per review, but the clock already shows the target.
-    assert choose_method(0.6, 1.2, 1.0, has_cgroup=True) == "none"
+def test_the_method_is_quota_with_a_cgroup_and_burn_without_or_where_no_quota_is_legal() -> None:
+    assert choose_method(0.25, 1.0, has_cgroup=True) == "quota"
+    assert choose_method(0.25, 1.0, has_cgroup=False) == "burn"
+    assert choose_method(0.005, 1.0, has_cgroup=True) == "burn"  # no legal quota that small
+    # A slow CPU starts at a whole core, under a quota the loop may lower when the host speeds up.
+    assert choose_method(2.0, 1.0, has_cgroup=True) == "quota"

@@ -50,6 +50,7 @@ async def test_limited_retry_after_grows_with_the_queue(lab_client: LabClientFac
         await eventually(both_seated)
         refused = await post(client, "세 번째")
         assert refused.status_code == 429
+        assert refused.json()["error"] == "box_full" and refused.json()["reason"] == "seats_full"
         hint_with_queue = int(refused.headers["Retry-After"])
         scorer.open()
         await asyncio.gather(first, second)
@@ -64,8 +65,11 @@ async def test_limited_waited_too_long_gets_503(lab_client: LabClientFactory) ->
         await asyncio.to_thread(scorer.wait_entered)
         late = await post(client, "기다리다 지친 리뷰")
         assert late.status_code == 503
-        assert late.json()["error"] == "waited_too_long"
+        assert late.json()["error"] == late.json()["reason"] == "waited_too_long"
         assert int(late.headers["Retry-After"]) >= 1
+        # The page draws its time as server wait, not as an unexplained gap.
+        assert late.headers["Server-Timing"].startswith("wait;dur=")
+        assert float(late.headers["Server-Timing"].removeprefix("wait;dur=")) >= 200
         scorer.open()
         assert (await first).status_code == 200
     assert scorer.calls == [["오래 걸리는 리뷰"]]

@@ -1,7 +1,10 @@
 """Path 1: every request infers at once, concurrently with all others; nobody is refused."""
 
 import asyncio
+import sys
 
+from app.give_back import malloc_trim
+from app.strategies.naive import NaiveRunner
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -17,3 +20,21 @@ async def test_naive_runs_requests_concurrently(lab_client: LabClientFactory) ->
         responses = await asyncio.gather(*tasks)
     assert [r.status_code for r in responses] == [200] * 4
     assert scorer.max_active == 4
+
+
+async def test_the_last_naive_inference_of_a_crowd_gives_memory_back_once() -> None:
+    scorer = GatedScorer()
+    trims: list[int] = []
+    runner = NaiveRunner(scorer, after_burst=lambda: trims.append(runner.in_flight))
+    tasks = [asyncio.create_task(runner.run(f"리뷰 {i}")) for i in range(3)]
+    await asyncio.to_thread(scorer.wait_entered, 3)
+    scorer.release(2)
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    assert trims == []  # one still infers: its activations are live
+    scorer.release(1)
+    await asyncio.gather(*tasks)
+    assert trims == [0]
+
+
+def test_malloc_trim_exists_where_glibc_does() -> None:
+    assert malloc_trim() is sys.platform.startswith("linux")

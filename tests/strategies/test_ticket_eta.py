@@ -83,3 +83,42 @@ async def test_each_hand_over_streams_the_etas_get_returns(tmp_path: Path) -> No
         await stream_agrees_with_get(tap, client, third, REVIEW_S)
         scorer.open()
         await tap.until(lambda t: t.ended)
+
+
+async def batched_holds(client: httpx.AsyncClient, reviews: int) -> bool:
+    return bool((await client.get("/api/stats")).json()["paths"]["batched"]["waiting"] >= reviews)
+
+
+async def limited_seats(client: httpx.AsyncClient, waiting: int) -> bool:
+    return bool((await client.get("/api/stats")).json()["paths"]["limited"]["waiting"] >= waiting)
+
+
+async def test_a_tickets_eta_counts_the_seated_and_batched_work_that_shares_its_lane(tmp_path: Path) -> None:
+    """A running ticket and two queued; then ② (one on the lane, two seated) and ③ (a batch of two held).
+
+    The paths take turns on the lane: the next ticket (1 turn) waits for one seated ② and the ③
+    batch, the one after it (2 turns) for both seated ② requests and the batch. The stream
+    re-promises when they arrive, though nothing changed in the job store.
+    """
+    scorer = GatedScorer()
+    async with lab_app(tmp_path, scorer) as (app, client):
+        await submit(client, "달리는 티켓")
+        await asyncio.to_thread(scorer.wait_entered)
+        second, third = (await submit(client, "둘째 티켓"))["job_id"], (await submit(client, "셋째 티켓"))["job_id"]
+        tap = EventTap(app, "/api/queue/events", query(second, third))
+        await tap.until(lambda t: bool(events_of(t.events, second) and events_of(t.events, third)))
+        assert abs(latest(tap, third)["eta_seconds"] - 3 * REVIEW_S) < SLACK_S  # the lane alone
+
+        limited = [asyncio.create_task(client.post("/api/limited/predict", json={"text": f"② {i}"})) for i in range(3)]
+        await eventually(lambda: limited_seats(client, 2))  # one on the lane behind the ticket, two seated
+        batched = [asyncio.create_task(client.post("/api/batched/predict", json={"text": f"③ {i}"})) for i in range(2)]
+        await eventually(lambda: batched_holds(client, 2))
+        lane_s = 2 * REVIEW_S  # the running ticket, and ② on the lane's queue
+        second_s = lane_s + REVIEW_S + REVIEW_S + 2 * REVIEW_S  # itself, one seat, the batch
+        third_s = lane_s + 2 * REVIEW_S + 2 * REVIEW_S + 2 * REVIEW_S  # the second and itself, two seats, the batch
+        await tap.until(lambda t: latest(t, third)["eta_seconds"] > third_s - SLACK_S)
+        await stream_agrees_with_get(tap, client, second, second_s)
+        await stream_agrees_with_get(tap, client, third, third_s)
+        scorer.open()
+        assert [r.status_code for r in await asyncio.gather(*limited, *batched)] == [200] * 5
+        await tap.until(lambda t: t.ended)
