@@ -72,6 +72,9 @@ def server(app: FastAPI, settings: Settings, *, host: str, port: int, fd: int | 
         fd=fd,
         http=guarded(guard, HeadLimits.of(settings)),
         ws=GuardedWebSockets,
+        # The live stats go to every page each tick: compressing the same text once per socket cost the
+        # box ~5 % of a lone review with 300 pages open (docs/reliability.md); they are small and local.
+        ws_per_message_deflate=False,
         lifespan="on",
         access_log=False,
         log_level=log_level,
