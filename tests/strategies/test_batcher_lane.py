@@ -20,20 +20,6 @@ def closed(batcher: MicroBatcher, reason: str) -> int:
     return batcher.snapshot().closed[reason]
 
 
-@pytest.fixture
-async def scorer() -> AsyncIterator[GatedScorer]:
-    yield GatedScorer()
-
-
-@pytest.fixture
-async def lane(scorer: GatedScorer) -> AsyncIterator[InferenceLane]:
-    lane = InferenceLane(scorer)
-    lane.start()
-    yield lane
-    scorer.open()
-    await asyncio.to_thread(lane.stop)
-
-
 Batchers = Callable[..., MicroBatcher]
 
 

@@ -1,7 +1,6 @@
 """Path 2's held seats at the gate: a refusal keeps a seat for its client, and only that client gets it."""
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,20 +14,6 @@ from tests.strategies.test_holds import Clock
 from tests.waiting import eventually
 
 HOUR = 3600.0
-
-
-@pytest.fixture
-async def scorer() -> AsyncIterator[GatedScorer]:
-    yield GatedScorer()
-
-
-@pytest.fixture
-async def lane(scorer: GatedScorer) -> AsyncIterator[InferenceLane]:
-    lane = InferenceLane(scorer)
-    lane.start()
-    yield lane
-    scorer.open()
-    await asyncio.to_thread(lane.stop)
 
 
 @pytest.fixture
