@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import psutil
 from app.bench.bursts import fire_one
 from app.bench.measure import PeakRss, children, timing_s
 from app.bench.serverproc import free_port, stop_process, wait_healthy
+from app.bench.speed import host_line, load
 from app.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
 
@@ -94,11 +96,47 @@ def health_back(url: str, limit_s: float = 180) -> float:
     raise TimeoutError("the box never came back")
 
 
+def memory_mib(url: str) -> tuple[float, str]:
+    """The box's memory as /api/stats shows it (the cgroup's charge, else RSS), in MiB, and its source."""
+    memory = httpx.get(f"{url}/api/stats", timeout=10).json()["memory"]
+    return round(memory["bytes"] / 2**20, 1), memory["source"]
+
+
+def give_back(url: str, texts: list[str], runs: int, within_s: float = 10.0) -> None:
+    """① burst of 12 that survives, then the box's memory every 0.5 s for `within_s`: back within +10 % of idle?"""
+    for run in range(runs):
+        idle, source = memory_mib(url)
+        result = asyncio.run(burst(url, "naive", texts))
+        ended = time.monotonic()
+        trace = []
+        while (at := time.monotonic() - ended) <= within_s:
+            trace.append((round(at, 1), memory_mib(url)[0]))
+            time.sleep(0.5)
+        back = next((at for at, mib in trace if mib <= 1.10 * idle), None)
+        print(
+            json.dumps(
+                {
+                    **result,
+                    "scenario": "give-back",
+                    "run": run + 1,
+                    "source": source,
+                    "idle_mib": idle,
+                    "after_mib": trace,
+                    "last_vs_idle": round(trace[-1][1] / idle, 3),
+                    "within_10pct_after_s": back,
+                }
+            ),
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default="serial,memory")
+    parser.add_argument("--only", default="serial,memory", help="serial, paths, memory, give-back")
     args = parser.parse_args()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    print(json.dumps({"date": started, "host": host_line(), "load_before": load()}), flush=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open("/tmp/lab-bench-box.log", "wb")  # noqa: SIM115
@@ -115,6 +153,8 @@ def main() -> None:
             print(json.dumps(median_review_on_limited(url)), flush=True)
             for path in ("limited", "naive"):
                 print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
+        if "give-back" in args.only:
+            give_back(url, texts, args.runs)
         if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
             for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
                 for path in QUEUEING:

@@ -97,6 +97,7 @@ def main() -> None:
         "--target", type=float, default=1.0, help="seconds per median review (LAB_BOX_SECONDS_PER_REVIEW)"
     )
     parser.add_argument("--out")
+    parser.add_argument("--note", default="", help="what else ran on the host meanwhile, said beside the numbers")
     args = parser.parse_args()
     settings = Settings()
     median = samples_by_length(settings)[len(samples_by_length(settings)) // 2]
@@ -108,7 +109,7 @@ def main() -> None:
         "host": host_line(),
         "load_before": load(),
         "box_core": core,
-        "note": "shared machine: other helpers' builds and tests ran beside it",
+        "note": args.note,
     }
     hog = start_hog(core) if args.scenario == "hog-then-quiet" else None
     trace: list[dict[str, Any]] = []
