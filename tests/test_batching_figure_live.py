@@ -76,14 +76,16 @@ def is_round_step(step: float) -> bool:
 def test_both_measured_curves_are_drawn_at_the_box_speed_with_round_ticks_and_no_negative_cost(page: Page) -> None:
     figure = read(page)
     assert [p["model"] for p in figure["panels"]] == ["twin", "tiny"]
-    factor = float(re.search(r"×([0-9.]+)", figure["scale"]).group(1))  # the scale the figure says it used
+    stated = re.search(r"×([0-9.]+)", figure["scale"])  # the scale the figure says it used
+    assert stated is not None
+    factor = float(stated.group(1))
     assert factor > 0
     for panel in figure["panels"]:
         committed = next(c for c in CURVE["curves"] if c["model"] == panel["model"] and c["chunk_pairs"] > 0)
         assert [m["n"] for m in panel["measured"]] == [p["n"] for p in committed["points"]] == list(range(1, 9))
         drawn = [m["seconds"] / p["seconds"] for m, p in zip(panel["measured"], committed["points"], strict=True)]
         assert max(drawn) - min(drawn) < 1e-6 * max(drawn)  # every point scaled by one factor ...
-        assert abs(drawn[0] - factor) < 0.01 * factor  # ... the one the figure states
+        assert abs(drawn[0] - factor) < 0.01 * factor  # ... the one the figure states (3 significant digits)
         assert panel["a"] >= 0 and panel["b"] >= 0 and committed["fit"]["a_s"] >= 0 and committed["fit"]["b_s"] >= 0
         ticks = panel["ticks"]
         step = ticks[1] - ticks[0]

@@ -72,7 +72,7 @@ function render() {
   setText(".curve-scale small", scale.boxSeconds === null
     ? "이 서버는 상자처럼 느려지지 않으므로 측정값을 그대로 그렸습니다 (×1)."
     : `상자 속도로 환산: 중간 길이 리뷰 하나가 이 측정에서 ${reference}, 상자에서 ${seconds(scale.boxSeconds)}` +
-      `(${scale.measured ? "최근 1분 동안 잰 중간값" : "목표값"})이므로 측정값을 모두 ×${scale.factor.toFixed(2)} 했습니다. ` +
+      `(${scale.measured ? "최근 1분 동안 잰 중간값" : "목표값"})이므로 측정값을 모두 ×${Number(scale.factor.toPrecision(3))} 했습니다. ` +
       "상자는 코어를 쓰는 몫을 줄여 느려지므로 두 모델 모두 같은 비율로 느려진다고 본 값이며, 상자 안에서 직접 잰 값은 아닙니다.");
   const batches = student.reduce((sum, p) => sum + p.count, 0);
   setText(".curve-student small", student.length
