@@ -77,7 +77,7 @@ function render() {
   const batches = student.reduce((sum, p) => sum + p.count, 0);
   setText(".curve-student small", student.length
     ? `빨간 네모: 내 ③ 발사의 묶음 ${batches}개 (응답의 묶음 크기와 추론 시간, 상자에서 잰 그대로).`
-    : "③으로 발사하면 내 묶음(묶음 크기와 잰 추론 시간)이 왼쪽 그림에 빨간 네모로 찍힙니다.");
+    : "③으로 발사하면 내 묶음(묶음 크기와 잰 추론 시간)이 트윈 그림에 빨간 네모로 찍힙니다.");
   const load = data.load;
   setText(".curve-measured small", `측정: ${data.date} ${data.time_utc}(협정 세계시), ${data.host_ko}, 코어 ${data.core}번 하나에 고정, ` +
     `추론 스레드 1개, 부하 평균 시작 ${load.start.map((v) => v.toFixed(1)).join("/")} · 끝 ${load.end.map((v) => v.toFixed(1)).join("/")}` +
