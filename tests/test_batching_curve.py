@@ -1,4 +1,4 @@
-"""③'s cost curve on the page: the committed measurement is served, complete, and its fit is its own."""
+"""③'s cost curves on the page: the committed measurement is served, complete, and each fit is its own."""
 
 import json
 
@@ -12,12 +12,12 @@ from tests.fakes import GatedScorer
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 
 
-def test_committed_curve_spans_batches_one_to_eight_and_its_fits_are_non_negative() -> None:
+def test_committed_curves_are_both_models_over_batches_one_to_eight_with_non_negative_fits() -> None:
     data = json.loads(CURVE.read_text(encoding="utf-8"))
-    assert data["measured"].startswith(data["date"])
-    sizes = [(c["chunk_pairs"], [p["n"] for p in c["points"]]) for c in data["curves"]]
-    assert sizes[0][1] == list(range(1, 9)) and sizes[0][0] > 0  # the served shape: sorted chunks
-    assert sizes[1] == (0, [2, 4, 8])  # the whole batch padded
+    assert data["measured"].startswith(data["date"]) and data["time_utc"] in data["measured"]
+    assert data["host"] and data["host_ko"] and len(data["load"]["start"]) == len(data["load"]["end"]) == 3
+    served = {c["model"]: c for c in data["curves"] if c["chunk_pairs"] > 0}
+    assert set(served) == {"twin", "tiny"}  # the box's model, and the one where a per-call cost could show
     for curve in data["curves"]:
         points = curve["points"]
         for p in points:
@@ -25,7 +25,10 @@ def test_committed_curve_spans_batches_one_to_eight_and_its_fits_are_non_negativ
         fit = curve["fit"]
         assert fit["a_s"] >= 0 and fit["b_s"] >= 0  # a per-call cost below zero is not a cost
         assert fit == fit_line([p["n"] for p in points], [p["seconds"] for p in points])
-    assert data["fit"] == data["curves"][0]["fit"]  # the served packing is the headline fit
+    for curve in served.values():
+        assert [p["n"] for p in curve["points"]] == list(range(1, 9))
+    assert data["fit"] == served["twin"]["fit"]  # the box's model is the headline fit (peer bench's capacity)
+    assert data["reference"]["seconds"] > 0  # the page scales by the box's speed over this
 
 
 def test_a_negative_coefficient_is_clamped_and_the_other_refitted() -> None:
@@ -43,7 +46,7 @@ async def test_page_loads_the_curve_inside_the_batched_note(lab_client: LabClien
     async with lab_client(GatedScorer(gated=False)) as client:
         html = (await client.get("/")).text
         note = html[html.index('data-path-note="batched"') : html.index('data-path-note="tickets"')]
-        assert 'id="batching-curve"' in note and "/static/batching-curve.js" in note
-        assert (await client.get("/static/batching-curve.js")).status_code == 200
+        assert 'id="batching-curve"' in note
+        assert (await client.get("/static/js/batching.js")).status_code == 200
         served = (await client.get("/static/batching-curve.json")).json()
     assert served == json.loads(CURVE.read_text(encoding="utf-8"))

@@ -1,18 +1,26 @@
-"""Does batching pay on one CPU thread, and what does padding cost? Measured in-process.
+"""Where does batching pay? Two models on the same CPU thread, measured in-process.
 
 A pool of 8 sample reviews spread evenly over the samples' lengths; for batch size n, the 8
 cyclic windows of n reviews from it are scored one `score` call each, so every n sees each
-review exactly n times: the same length mix, only the batch size changes. Pairs sorted by
-length into 24-pair chunks (`chunk_pairs=24`, what the lab serves) for n = 1..8, and the
-whole batch padded to its longest pair (`chunk_pairs=0`, what a naive batcher does) for
-n = 2, 4, 8 (for one review the two are the same). Fits seconds per call ≈ a + b·n.
-It pins itself to one core (the last this process may use, `--core` to choose). Writes the curve the page
-draws (static/batching-curve.json) and a table (docs/bench/batching.md).
+review exactly n times: the same length mix, only the batch size changes. Curves, each model in
+the call shape the lab serves for it on this host (app/callshape.py), n = 1..8:
+
+- the twin (what the box serves): its arithmetic per review dominates, so a is small;
+- the tiny test model (2 layers, hidden 64: about a thousandth of the twin's arithmetic per
+  token), the one case on this CPU where a fixed cost per call could dominate, if one exists;
+- with --padded, the twin with the whole batch padded to its longest pair (a naive batcher), n = 2, 4, 8.
+
+Fits seconds per call ≈ a + b·n with a, b ≥ 0. Also times the median-length sample review alone
+on the twin (median of 5 calls): the page scales every value by the box's speed now over this
+(`/api/model` → box.speed), so the figure shows the box's seconds. Pins itself to one core (the
+last this process may use, `--core` to choose). Writes the curves the page draws
+(static/batching-curve.json) and a table (docs/bench/batching.md).
 """
 
 import argparse
 import json
 import os
+import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,19 +30,27 @@ import numpy as np
 
 from app.bench.bursts import machine, model_line
 from app.bench.cores import affinity, bench_core, pin_here
-from app.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
 from app.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"
+TINY_MODEL_DIR = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 SERVED_SIZES, PADDED_SIZES = tuple(range(1, 9)), (2, 4, 8)
 POOL = 8
+REFERENCE_CALLS = 5
+# Brand words in a CPU's name, in Korean, for the page's "측정:" line (every word on the figure is Korean).
+CPU_KO = {"AMD": "에이엠디", "EPYC": "에픽", "Ryzen": "라이젠", "Intel": "인텔", "Xeon": "제온", "Core": "코어"}
+
+
+def samples_by_length() -> list[str]:
+    samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
+    return sorted((str(s["text"]) for s in samples), key=len)
 
 
 def spread_reviews(count: int) -> list[str]:
     """`count` samples at evenly spaced length quantiles, shuffled so neighbours differ in length."""
-    samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
-    texts = sorted((s["text"] for s in samples), key=len)
+    texts = samples_by_length()
     picked = [texts[round(i * (len(texts) - 1) / (count - 1))] for i in range(count)]
     return [picked[(i * 3) % count] for i in range(count)]  # 3 is coprime with 8: a fixed mix of short and long
 
@@ -68,73 +84,131 @@ def fit_line(sizes: list[int], seconds: list[float]) -> dict[str, float]:
     return {"a_s": round(a, 4), "b_s": round(b, 4), "r2": round(1 - residual / spread, 4) if spread else 1.0}
 
 
+def served_model(model_dir: Path, cache_dir: Path | None) -> RerankerModel:
+    """The model in the call shape the lab serves for it here (measured once and cached, as `just serve` does)."""
+    model = RerankerModel(model_dir, load_topics(TOPICS), intra_op_threads=1)
+    override = os.environ.get("LAB_PAIR_CHUNK")
+    settle_call_shape(
+        model,
+        samples_by_length(),
+        key=lambda: host_key(model_dir / "model.onnx", 1),
+        cache_file=(cache_dir or model_dir) / (CACHE_NAME if cache_dir is None else f"{model_dir.name}.json"),
+        override=int(override) if override else None,
+    )
+    return model
+
+
+def reference_review(model: RerankerModel) -> dict[str, Any]:
+    """The median-length sample alone, median of a few calls: what the box's speed loop holds at its target."""
+    texts = samples_by_length()
+    median = texts[len(texts) // 2]
+    model.score([median])
+    costs = []
+    for _ in range(REFERENCE_CALLS):
+        started = time.perf_counter()
+        model.score([median])
+        costs.append(time.perf_counter() - started)
+    seconds = round(statistics.median(costs), 4)
+    return {"tokens": model.count_tokens(median), "calls": REFERENCE_CALLS, "seconds": seconds}
+
+
+def curve(name: str, model: RerankerModel, texts: list[str], sizes: tuple[int, ...]) -> dict[str, Any]:
+    model.score(texts[:2])  # warm-up: the first call in a shape pays one-off setup
+    seconds = []
+    for n in sizes:
+        seconds.append(batch_seconds(model, texts, n))
+        print(f"{name:5} {model.call_shape.batch.label:22} batch {n}: {seconds[-1]:.4f} s", flush=True)
+    shape = model.call_shape
+    tokens = [model.count_tokens(t) for t in texts]
+    return {
+        "model": name,
+        "model_line": model_line(model.model_dir),
+        "packing": f"served: one review in {shape.single.label}, a batch in {shape.batch.label} per call"
+        if shape.batch.chunk
+        else "whole batch padded",
+        "chunk_pairs": shape.batch.chunk,
+        "tokens": [min(tokens), max(tokens)],
+        "points": [
+            {"n": n, "seconds": round(s, 4), "per_review_s": round(s / n, 4)}
+            for n, s in zip(sizes, seconds, strict=True)
+        ],
+        "fit": fit_line(list(sizes), seconds),
+    }
+
+
+def host_ko() -> str:
+    """This host in Korean words: cores, the CPU's brand, no graphics card."""
+    brand = " ".join(CPU_KO[w] for w in cpu_model().replace("(R)", " ").replace("(TM)", " ").split() if w in CPU_KO)
+    return f"실습 서버(코어 {os.cpu_count()}개{', ' + brand if brand else ''}, 그래픽카드 없음)"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", type=Path, default=TWIN_MODEL_DIR)
+    parser.add_argument("--tiny-model-dir", type=Path, default=TINY_MODEL_DIR)
     parser.add_argument("--curve", type=Path, default=PROJECT_ROOT / "static" / "batching-curve.json")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "bench" / "batching.md")
     parser.add_argument("--core", type=int, default=bench_core(), help="the one CPU to time on (default: the last)")
+    parser.add_argument("--padded", action="store_true", help="also the twin padded to its longest pair (~4 min)")
+    parser.add_argument("--shape-cache", type=Path, help="call-shape caches' folder (default: beside each model)")
     args = parser.parse_args()
     pin_here(args.core)
+    if args.shape_cache:
+        args.shape_cache.mkdir(parents=True, exist_ok=True)
 
     texts = spread_reviews(POOL)
-    topics = load_topics(TOPICS)
     started, load = datetime.now(UTC), os.getloadavg()
-    model = RerankerModel(args.model_dir, topics, intra_op_threads=1)
-    samples = json.loads((PROJECT_ROOT / "app" / "data" / "sample_reviews.json").read_text(encoding="utf-8"))
-    override = os.environ.get("LAB_PAIR_CHUNK")
-    served = settle_call_shape(
-        model,
-        sorted((str(s["text"]) for s in samples), key=len),
-        key=lambda: host_key(args.model_dir / "model.onnx", 1),
-        cache_file=args.model_dir / CACHE_NAME,
-        override=int(override) if override else None,
-    ).shape
-    served_label = f"served: one review in {served.single.label}, a batch in {served.batch.label} per call"
-    variants: list[tuple[str, CallShape, int, tuple[int, ...]]] = [
-        (served_label, served, served.batch.chunk, SERVED_SIZES),
-        ("whole batch padded", CallShape.fixed(0), 0, PADDED_SIZES),
-    ]
-    curves: list[dict[str, Any]] = []
-    for label, shape, chunk, sizes in variants:
-        model.call_shape = shape
-        model.score(texts[:2])  # warm-up: the first call pays one-off setup
-        seconds = []
-        for n in sizes:
-            seconds.append(batch_seconds(model, texts, n))
-            print(f"{label:32} batch {n}: {seconds[-1]:.3f} s ({seconds[-1] / n:.3f} s/review)", flush=True)
-        points = [
-            {"n": n, "seconds": round(s, 4), "per_review_s": round(s / n, 4)}
-            for n, s in zip(sizes, seconds, strict=True)
-        ]
-        curves.append({"packing": label, "chunk_pairs": chunk, "points": points, "fit": fit_line(list(sizes), seconds)})
+    twin = served_model(args.model_dir, args.shape_cache)
+    reference = reference_review(twin)
+    curves = [curve("twin", twin, texts, SERVED_SIZES)]
+    curves.append(curve("tiny", served_model(args.tiny_model_dir, args.shape_cache), texts, SERVED_SIZES))
+    if args.padded:
+        twin.call_shape = CallShape.fixed(0)
+        curves.append(curve("twin", twin, texts, PADDED_SIZES))
+    ended, load_end = datetime.now(UTC), os.getloadavg()
 
-    tokens = [model.count_tokens(t) for t in texts]
     measured = (
-        f"{started:%Y-%m-%d %H:%M} UTC on {machine()}, {affinity()}, one onnxruntime thread, "
-        f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} (1/5/15 min) at the start; "
-        f"model: {model_line(args.model_dir)}; {len(texts)} sample reviews "
-        f"of {min(tokens)}–{max(tokens)} tokens per (topic, review) pair; each n = the mean of {len(texts)} calls "
-        f"(every cyclic window of n reviews), so every n sees the same length mix."
+        f"{started:%Y-%m-%d %H:%M}–{ended:%H:%M} UTC on {machine()}, {cpu_model()}, {affinity()}, one onnxruntime "
+        f"thread, load average {'/'.join(f'{v:.1f}' for v in load)} (1/5/15 min) at the start and "
+        f"{'/'.join(f'{v:.1f}' for v in load_end)} at the end; {len(texts)} sample reviews; each n = the mean of "
+        f"{len(texts)} calls (every cyclic window of n reviews), so every n sees the same length mix. "
+        f"The median-length sample alone on the twin: {reference['seconds']:.3f} s (median of {REFERENCE_CALLS} calls)."
     )
-    payload = {"measured": measured, "date": f"{started:%Y-%m-%d}", "fit": curves[0]["fit"], "curves": curves}
+    payload = {
+        "measured": measured,
+        "date": f"{started:%Y-%m-%d}",
+        "time_utc": f"{started:%H:%M}",
+        "host": f"{machine()}, {cpu_model()}",
+        "host_ko": host_ko(),
+        "core": args.core,
+        "load": {"start": [round(v, 2) for v in load], "end": [round(v, 2) for v in load_end]},
+        "reference": reference,
+        "fit": curves[0]["fit"],
+        "curves": curves,
+    }
     args.curve.parent.mkdir(parents=True, exist_ok=True)
     args.curve.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report(measured, curves), encoding="utf-8")
+    print(report(measured, curves))
 
-    lines = [f"Measured {measured}", "", "| batch n | " + " | ".join(c["packing"] for c in curves) + " |"]
-    lines.append("|---:|" + "---:|" * len(curves))
+
+def report(measured: str, curves: list[dict[str, Any]]) -> str:
+    title = [f"{c['model']}, {c['packing']}" for c in curves]
+    lines = [f"Measured {measured}", "", "| batch n | " + " | ".join(title) + " |", "|---:|" + "---:|" * len(curves)]
     for n in SERVED_SIZES:
         cells = []
         for c in curves:
-            point = next((p for p in c["points"] if p["n"] == n), None)
-            cells.append("–" if point is None else f"{point['seconds']:.3f} s ({point['per_review_s']:.3f} s/review)")
+            p = next((p for p in c["points"] if p["n"] == n), None)
+            cells.append("–" if p is None else f"{p['seconds']:.4f} s ({p['per_review_s']:.4f} s/review)")
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    for c in curves:
+    for name, c in zip(title, curves, strict=True):
         fit = c["fit"]
-        lines.append(f"\n{c['packing']}: seconds ≈ {fit['a_s']:.3f} + {fit['b_s']:.3f}·n (R² {fit['r2']:.3f})")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+        lines.append(
+            f"\n{name} ({c['model_line']}, {c['tokens'][0]}–{c['tokens'][1]} tokens per pair): seconds ≈ "
+            f"{fit['a_s']:.4f} + {fit['b_s']:.4f}·n (a, b ≥ 0; R² {fit['r2']:.3f})"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 // The burst page, wired: fire N reviews at one path at once, draw one timing bar per request from what
 // the server says (Server-Timing) and what the browser measured, keep the last burst of each path,
 // review mode and size for comparing, and show the box's live status beside it. Each role is a module
-// of its own (paths, timing, tickets, runner, summary, rows, compare, store, panel, model); this one
+// of its own (paths, timing, tickets, runner, summary, rows, compare, store, panel, model, batching); this one
 // holds the page's state and its controls. From the console: `await import("/static/js/timing.js")`.
+import { showBatchingFigure, showStudentBatches } from "./batching.js";
 import { burstLabel, drawCompareChart, renderCompare } from "./compare.js";
 import { fmtMs } from "./dom.js";
 import { showModel } from "./model.js";
@@ -30,6 +31,7 @@ function scheduleRender() {
 
 function render() {
   const burst = state.view;
+  showStudentBatches(burst); // ③'s figure: the shown burst's batches, once it has ended
   const status = document.getElementById("burst-status");
   if (!burst) {
     document.getElementById("rows").tBodies[0].replaceChildren();
@@ -140,6 +142,7 @@ function wire() {
 }
 
 showModel();
+showBatchingFigure();
 showProtocolNotes();
 startPanel();
 wire();
