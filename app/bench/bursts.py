@@ -25,7 +25,7 @@ import psutil
 from app.bench.measure import PeakRss, timing_s
 from app.bench.serverproc import ServerProcess
 from app.registry import PATHS as REGISTERED
-from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 
 PATHS = tuple(p.name for p in REGISTERED)
 URLS = {p.name: p.route for p in REGISTERED}
@@ -243,7 +243,8 @@ def main() -> None:
     where = (
         "a bare uvicorn at the host's own speed"
         if args.bare
-        else "the box (`python -m app.box`: 1 core, ~1 s per median review by a CPU quota, 1.2 GiB cap, restarts)"
+        else "the box (`python -m app.box`: 1 core, ~1 s per median review by a CPU quota, "
+        f"{Settings().memory_cap_bytes / 2**30:g} GiB cap, restarts)"
     )
     header = (
         f"Measured from {started_at:%Y-%m-%d %H:%M} UTC on {machine()} (1-min load average {load_at_start:.2f} "
