@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from app.bench.bursts import BurstReply, fire_one
+from app.bench.fire import BurstReply, fire_one
 from app.bench.live import slowed
 from app.registry import PATHS
 
