@@ -18,13 +18,13 @@ from pathlib import Path
 from types import TracebackType
 
 from app.bench.serverproc import free_port, wait_healthy
-from app.box.cgroups import CGROUP_ROOT, PROC_CGROUP, parent_dirs
+from app.box.cgroups import PROC_CGROUP, parent_dirs
 from app.settings import PROJECT_ROOT
 
 
 def own_memory_cgroup() -> tuple[Path, int]:
     """This process's memory cgroup folder and its cgroup version, found as the box finds its own."""
-    dirs, version = parent_dirs(PROC_CGROUP.read_text(), CGROUP_ROOT)
+    dirs, version = parent_dirs()
     if "memory" not in dirs:
         raise RuntimeError(f"no memory cgroup found in {PROC_CGROUP}")
     return dirs["memory"], version
