@@ -17,7 +17,7 @@ import pytest
 from app.bench.fire import BurstReply, fire_burst
 from app.bench.live import ROOT, TINY_MODEL, LiveServer
 from app.bench.serverproc import free_port, stop_process, wait_healthy
-from app.box.cgroups import CGROUP_ROOT
+from app.box.cgroups import CGROUP_ROOT, box_name
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ class Box(LiveServer):
 
 
 def leftover_groups(pid: int) -> list[Path]:
-    return [p for p in CGROUP_ROOT.glob(f"*/**/lab-box-{pid}") if p.is_dir()] if CGROUP_ROOT.exists() else []
+    return [p for p in CGROUP_ROOT.glob(f"*/**/{box_name(pid)}") if p.is_dir()] if CGROUP_ROOT.exists() else []
 
 
 @contextmanager
