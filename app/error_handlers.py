@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from app.errors import BY_STATUS, INVALID_REQUEST, ErrorKind, LabError, error_body, retry_after_header
+from app.responses import server_timing
 
 
 def finite(value: Any) -> Any:
@@ -49,7 +50,7 @@ def error_response(exc: LabError) -> JSONResponse:
     if exc.reason is not None:
         extra["reason"] = exc.reason
     if exc.waited_s is not None:  # the page draws a refusal after a wait as server wait, not "그 밖"
-        headers["Server-Timing"] = f"wait;dur={exc.waited_s * 1000:.1f}"
+        headers["Server-Timing"] = server_timing(exc.waited_s)
     return SafeJSONResponse(error_body(exc.kind, exc.message, **extra), status_code=exc.status, headers=headers)
 
 

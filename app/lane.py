@@ -112,12 +112,9 @@ class InferenceLane:
         self._pending_chars = 0
         self._lock = threading.Lock()
         self.busy_since: float | None = None
-        self.current_batch = 0
-        self.current_chars = 0
-        self.skipped_gone = 0
-        self.skipped_deadline = 0
-        self.completed = 0
-        self.failed = 0
+        self._begun = 0  # inferences started, counted with busy_since (a turn learns whether it waited)
+        self.current_batch = self.current_chars = 0
+        self.skipped_gone = self.skipped_deadline = self.completed = self.failed = 0
         self._busy_s = 0.0  # finished model calls only; snapshot() adds the running one
         self.room = Room(self.backlog_s, self.remaining_s, lambda: self.clock.per_review_s, self.clock.estimate_s)
 
@@ -189,14 +186,15 @@ class InferenceLane:
 
     def turn(self) -> Turn[LaneResult]:
         """A place in the FIFO whose texts are chosen when the lane reaches it (③ forms its batch then)."""
-        turn: Turn[LaneResult] = Turn()
+        with self._lock:  # inferences begun so far, less the one running now: this turn waits for any other
+            turn: Turn[LaneResult] = Turn(self._begun - (self.busy_since is not None))
         self._queue.put(turn)
         return turn
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
             if isinstance(job, Turn):
-                texts = job.reached_front()
+                texts = job.reached_front(self._begun)
                 if texts and job.result.set_running_or_notify_cancel():
                     self._infer(_Job(texts, None, job.result, text_chars(texts)))
                 continue
@@ -213,11 +211,26 @@ class InferenceLane:
             self._infer(job)
 
     def _infer(self, job: _Job) -> None:
+        """The lane is idle again before the job's future resolves: whoever sees a result sees the lane as it is."""
         started = time.monotonic()
         self.current_batch = len(job.texts)
         self.current_chars = job.chars
         with self._lock:
             self.busy_since = started
+            self._begun += 1
+        try:
+            outcome = self._score(job, started)
+        finally:
+            with self._lock:
+                self._busy_s += time.monotonic() - started
+                self.busy_since = None
+            self.current_batch = self.current_chars = 0
+        if isinstance(outcome, LaneResult):
+            job.future.set_result(outcome)
+        else:
+            job.future.set_exception(outcome)
+
+    def _score(self, job: _Job, started: float) -> LaneResult | Exception:
         try:
             if job.on_start is not None:
                 job.on_start()
@@ -227,15 +240,8 @@ class InferenceLane:
         except Exception as exc:  # a bad job must never kill the lane
             log.exception("inference failed")
             self.failed += 1
-            job.future.set_exception(exc)
-        else:
-            finished = time.monotonic()
-            self.clock.observe(finished - started, len(job.texts), job.chars)
-            self.completed += 1
-            job.future.set_result(LaneResult(rankings, started, started - job.enqueued_at, finished - started))
-        finally:
-            with self._lock:
-                self._busy_s += time.monotonic() - started
-                self.busy_since = None
-            self.current_batch = 0
-            self.current_chars = 0
+            return exc
+        finished = time.monotonic()
+        self.clock.observe(finished - started, len(job.texts), job.chars)
+        self.completed += 1
+        return LaneResult(rankings, started, started - job.enqueued_at, finished - started)

@@ -6,9 +6,10 @@ from app.paths import Outcome
 from app.schema import PredictionOut, TopicOut
 
 
-def server_timing(wait_s: float, infer_s: float) -> str:
-    """`wait` and `infer` in milliseconds: the page draws its bars from exactly these."""
-    return f"wait;dur={wait_s * 1000:.1f}, infer;dur={infer_s * 1000:.1f}"
+def server_timing(wait_s: float, infer_s: float | None = None) -> str:
+    """`wait` and `infer` in milliseconds: the page draws its bars from exactly these (a refusal has no `infer`)."""
+    wait = f"wait;dur={wait_s * 1000:.1f}"
+    return wait if infer_s is None else f"{wait}, infer;dur={infer_s * 1000:.1f}"
 
 
 def prediction_body(path: str, outcome: Outcome, *, cache_hit: bool) -> PredictionOut:

@@ -12,9 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 from app.errors import TABLE, InvalidReview, LabError
 from app.jobs.models import JobStatus, WebhookState
 from app.jobs.ssrf import MAX_URL_CHARS
+from app.registry import PATHS
 from app.settings import Settings
 
 MIN_TIME_IN_QUEUE_S = 1.0
+DIRECT = [p.name for p in PATHS if p.answer == "direct"]  # the paths that answer with the result
 MAX_FOLLOWED_JOBS = 100  # one stream for a whole burst (the page fires at most 50)
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
@@ -103,7 +105,7 @@ class TopicOut(BaseModel):
 class PredictionOut(BaseModel):
     """What ①②③ answer; the same numbers are in the Server-Timing header."""
 
-    path: str = Field(description="naive, limited or batched")
+    path: str = Field(description=f"{', '.join(DIRECT[:-1])} or {DIRECT[-1]}")
     topics: list[TopicOut] = Field(description="All topics, best first.")
     top: TopicOut
     wait_ms: float = Field(description="From arrival to the start of inference (0 on a cache hit)")

@@ -16,9 +16,14 @@ class Turn(Generic[R]):
     So a batch is formed at the moment the model can take it, on the owner's event loop, from
     whatever is waiting then (text-embeddings-inference's NextBatch, in Python). An empty fill
     (everyone left) gives the turn up; the owner fills every turn it was granted.
+
+    `waited`, once `reached` is done, says whether the lane ran other work before it got here:
+    the lane counts the inferences it begins, and the turn starts from the count it was queued at.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, begun_before: int = 0) -> None:
+        self._begun_before = begun_before  # the lane's count of inferences begun, the running one not included
+        self.waited = False
         self.reached: Future[None] = Future()
         self.result: Future[R] = Future()
         self._texts: Future[Sequence[str]] = Future()
@@ -28,10 +33,12 @@ class Turn(Generic[R]):
         self._texts.set_result(texts)
         return self.result
 
-    def reached_front(self) -> Sequence[str]:
-        """On the lane thread: a turn withdrawn before the front is skipped; a granted one waits for its texts."""
+    def reached_front(self, begun: int) -> Sequence[str]:
+        """On the lane thread, `begun` inferences in: a turn withdrawn before the front is skipped; a granted one
+        waits for its texts."""
         if not self.reached.set_running_or_notify_cancel():
             return ()
+        self.waited = begun > self._begun_before
         self.reached.set_result(None)
         try:
             return self._texts.result(timeout=FILL_GUARD_S)

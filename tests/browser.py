@@ -2,9 +2,10 @@
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from app.bench.local import CHROMIUM, CHROMIUM_ARGS
 
@@ -20,3 +21,16 @@ def browser() -> Iterator[Browser]:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+@contextmanager
+def watched_page(browser: Browser, url: str, width: int, height: int) -> Iterator[Page]:
+    """A Korean page at `url` in a fresh context; the block fails if the page raised a JavaScript error."""
+    context = browser.new_context(viewport={"width": width, "height": height}, locale="ko-KR")
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.goto(url)
+    yield opened
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"

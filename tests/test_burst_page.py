@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, Route
 
 from app.bench.live import ROOT, LiveServer, live_server, slowed
-from tests.browser import browser
+from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
@@ -53,14 +53,8 @@ def server() -> Iterator[LiveServer]:
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="ko-KR")
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.goto(f"{server.url}/")
-    yield opened
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    with watched_page(browser, f"{server.url}/", 1400, 1000) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from app.bench.live import LiveServer, live_server, slowed
-from tests.browser import browser
+from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]
@@ -31,14 +31,8 @@ def server() -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1366, "height": 900}, locale="ko-KR")
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.goto(f"{server.url}/")
-    yield opened
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    with watched_page(browser, f"{server.url}/", 1366, 900) as opened:
+        yield opened
 
 
 def test_refused_students_come_back_and_every_try_is_on_their_bar(page: Page) -> None:

@@ -1,5 +1,7 @@
 """The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places,
-the paths listed in one place only, and nothing outside tests/ leaning on a test module.
+the paths listed in one place only (no literal list, `dict(…)` or list-like string of them in app/ or static/
+outside the registry and the scenario data below), and nothing outside tests/ leaning on a test module (by
+import statement, by name at run time, or through `sys.path`).
 
 Read from the source with `ast` (nothing is imported), counting every import a module makes,
 at the top or inside a function, so a lazy import cannot hide a cycle.
@@ -112,18 +114,28 @@ PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/registry.py 
 MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py", ROOT / "app" / "bench" / "traffic.py"}
 
 
+NAME = "|".join(sorted(PATH_NAMES))
+# Three or more of the names in a row, separated as a list is in prose or a help text: "a, b or c", "a|b|c".
+LISTED_IN_TEXT = re.compile(rf"\b({NAME})\b(?:\s*(?:,|\||/|\bor\b|\band\b)\s*\b(?:{NAME})\b){{2,}}")
+
+
 def path_lists(tree: ast.AST) -> list[int]:
-    """Lines of literal tuples, lists, sets or dict keys naming three or more of the paths: a hand-made path list."""
+    """Lines of a hand-made path list: literal tuples, lists, sets, dict keys or `dict(…)` keywords naming three or
+    more of the paths, or a string (not a docstring) that lists three in a row."""
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # docstrings, bare strings
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            items: list[ast.expr | None] = list(node.keys)
+            keys = [key.value for key in node.keys if isinstance(key, ast.Constant)]
         elif isinstance(node, ast.Tuple | ast.List | ast.Set):
-            items = list(node.elts)
+            keys = [item.value for item in node.elts if isinstance(item, ast.Constant)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            keys = [keyword.arg for keyword in node.keywords]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            keys = list(PATH_NAMES) if LISTED_IN_TEXT.search(node.value) else []
         else:
             continue
-        names = {item.value for item in items if isinstance(item, ast.Constant) and item.value in PATH_NAMES}
-        if len(names) >= 3:
+        if len(PATH_NAMES.intersection(keys)) >= 3:
             found.append(node.lineno)
     return found
 
@@ -132,7 +144,11 @@ def test_the_path_finder_finds_a_hand_made_list() -> None:
     assert path_lists(
         ast.parse('X = ("naive", "limited", "batched")\nY = {"tickets": 1, "naive": 2, "limited": 3}')
     ) == [1, 2]
+    assert path_lists(ast.parse("X = dict(naive=3, limited=8, batched=4)")) == [1]
+    assert path_lists(ast.parse('H = "naive, limited or batched"\nI = f"one of naive|limited|tickets: {x}"')) == [1, 2]
     assert path_lists(ast.parse('X = ("naive", "limited")\nY = [p.name for p in PATHS]')) == []
+    assert path_lists(ast.parse('"""Paths naive, limited and batched share the lane."""\nZ = "naive is slow"')) == []
+    assert path_lists(ast.parse("Lab(naive=a, limited=b, batched=c)")) == []  # fields of a typed owner, not a list
 
 
 def test_the_registry_registers_the_names_this_check_looks_for() -> None:
@@ -166,27 +182,70 @@ def test_the_script_finder_finds_a_hand_made_list() -> None:
     assert script_path_lists("const P = JSON.parse(block.textContent);") == []
 
 
-def test_no_script_in_static_lists_the_paths_by_hand() -> None:
-    scripts = [
-        p for p in sorted((ROOT / "static").rglob("*")) if p.suffix in {".js", ".py"} and p not in MAY_LIST_PATHS
-    ]
-    assert scripts, "no scripts found under static/"
-    lists = {str(p.relative_to(ROOT)): found for p in scripts if (found := script_path_lists(p.read_text("utf-8")))}
+def text_files(folder: Path) -> list[Path]:
+    """Every file under `folder` that reads as UTF-8 text (scripts, styles, templates, Lua, a Caddyfile, data)."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        try:
+            if path.is_file() and "__pycache__" not in path.parts:
+                path.read_text("utf-8")
+                found.append(path)
+        except UnicodeDecodeError:
+            continue  # an icon, a font
+    return found
+
+
+def test_no_other_file_in_app_or_static_lists_the_paths_by_hand() -> None:
+    """static/'s scripts and styles, app/'s Lua, Caddyfile and data: the text files the AST check does not read."""
+    candidates = [*text_files(ROOT / "static"), *(p for p in text_files(APP) if p.suffix != ".py")]
+    files = [p for p in candidates if p not in MAY_LIST_PATHS]
+    assert any(p.suffix == ".js" for p in files), "no scripts found under static/"
+    lists = {
+        str(p.relative_to(ROOT)): found
+        for p in files
+        if (found := script_path_lists(text := p.read_text("utf-8")) or [m[0] for m in LISTED_IN_TEXT.finditer(text)])
+    }
     assert lists == {}
 
 
+IMPORTERS = {"import_module", "__import__", "spec_from_file_location"}  # imports by name at run time
+
+
 def imported_modules(path: Path) -> set[str]:
+    """Modules `path` imports, by statement or at run time by name (`importlib.import_module("tests.x")`),
+    and any folder it adds to `sys.path` (`sys.path.insert(0, "tests")`), written as that folder's module."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            on_path = (
+                isinstance(node.func, ast.Attribute)
+                and called in {"insert", "append", "extend"}
+                and ast.unparse(node.func.value) == "sys.path"
+            )
+            if called in IMPORTERS or on_path:
+                for arg in node.args:
+                    for text in (n.value for n in ast.walk(arg) if isinstance(n, ast.Constant)):
+                        if isinstance(text, str):
+                            found.add(text.strip("/").replace("/", ".").removesuffix(".py"))
     return found
 
 
-def test_nothing_in_app_or_tools_imports_a_test_module() -> None:
-    sources = sorted([*APP.rglob("*.py"), *(ROOT / "tools").rglob("*.py")])
+def test_the_import_finder_sees_imports_by_name_and_path_hacks(tmp_path: Path) -> None:
+    source = tmp_path / "tool.py"
+    source.write_text(
+        'import importlib, sys\nfrom tests.fakes import GatedScorer\nimportlib.import_module("tests.waiting")\n'
+        'sys.path.insert(0, str(ROOT / "tests"))\n__import__("app.lane")\n'
+    )
+    assert imported_modules(source) == {"importlib", "sys", "tests.fakes", "tests.waiting", "tests", "app.lane"}
+
+
+def test_nothing_in_app_tools_or_static_imports_a_test_module() -> None:
+    sources = sorted([*APP.rglob("*.py"), *(ROOT / "tools").rglob("*.py"), *(ROOT / "static").rglob("*.py")])
     from_tests = {
         str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m == "tests" or m.startswith("tests."))
         for p in sources

@@ -1,11 +1,12 @@
 """The measuring side's one Server-Timing reader and peak-memory sampler, and the students' copy of the reader."""
 
 import os
+import threading
 
 import psutil
 
 from app.api.measured import naive_bursts
-from app.bench.measure import PeakRss, server_timing, timing_s, tree
+from app.bench.measure import PeakRss, alone, server_timing, timing_s, tree
 from app.bench.readme import BLOCK, README, rendered
 from tests.conftest import students_burst
 
@@ -44,6 +45,25 @@ def test_peak_rss_counts_memory_this_process_touched() -> None:
         pass  # even a run shorter than one sampling interval is sampled once
     assert rss.peak >= before + 60 * 2**20
     assert len(ballast) == 64 * 2**20
+
+
+def test_peak_rss_keeps_the_highest_of_each_other_reading_and_skips_one_that_fails() -> None:
+    readings = [5, 9]  # then 3 for ever: the peak is the 9 in between
+    third = threading.Event()
+
+    def anon() -> int:
+        if readings:
+            return readings.pop(0)
+        third.set()
+        return 3
+
+    def gone() -> int:
+        raise OSError("the cgroup was removed")
+
+    with PeakRss(alone(os.getpid()), every_s=0.001, also={"anon": anon, "gone": gone}) as rss:
+        assert third.wait(timeout=10)
+    assert rss.peaks == {"anon": 9, "gone": 0}
+    assert rss.peak > 0
 
 
 def test_the_readme_quotes_the_committed_bursts() -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 
 from app.bench.cores import bench_core
+from app.bench.measure import PeakRss, alone
 from app.bench.speed import host_line, load
 from app.model import RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, Settings
@@ -85,36 +86,26 @@ def child(setting: str) -> dict[str, Any]:
     if after == "trim":
         trim()
     idle = rss()
-    peak = [idle]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.02):
-            peak.append(rss())
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
     burst = [threading.Thread(target=model.score, args=([f"{texts[i % len(texts)]} {i}"],)) for i in range(BURST)]
-    t0 = time.perf_counter()
-    for thread in burst:
-        thread.start()
-    for thread in burst:
-        thread.join()
-    burst_s = time.perf_counter() - t0
-    if after == "trim":
-        trim()
-    ended = time.perf_counter()
-    left = {}
-    for at in AFTER_S:
-        time.sleep(max(at - (time.perf_counter() - ended), 0))
-        left[str(at)] = rss()
-    done.set()
-    sampler.join()
+    with PeakRss(alone(os.getpid()), every_s=0.02) as peak:
+        t0 = time.perf_counter()
+        for thread in burst:
+            thread.start()
+        for thread in burst:
+            thread.join()
+        burst_s = time.perf_counter() - t0
+        if after == "trim":
+            trim()
+        ended = time.perf_counter()
+        left = {}
+        for at in AFTER_S:
+            time.sleep(max(at - (time.perf_counter() - ended), 0))
+            left[str(at)] = rss()
     return {
         "kind": "memory",
         "setting": setting,
         "idle_rss": idle,
-        "peak_rss": max(peak),
+        "peak_rss": max(idle, peak.peak),
         "after_rss": left,
         "burst_s": round(burst_s, 3),
     }

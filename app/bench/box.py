@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.bursts import fire_one
+from app.bench.fire import fire_one
 from app.bench.measure import PeakRss, children, timing_s
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.bench.speed import host_line, load

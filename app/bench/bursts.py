@@ -22,26 +22,13 @@ from pathlib import Path
 import httpx
 import psutil
 
-from app.bench.measure import PeakRss, timing_s
+from app.bench.fire import BurstReply, fire_burst
+from app.bench.measure import PeakRss
 from app.bench.serverproc import ServerProcess
 from app.registry import PATHS as REGISTERED
-from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 
 PATHS = tuple(p.name for p in REGISTERED)
-URLS = {p.name: p.route for p in REGISTERED}
-TERMINAL = {"done", "failed", "expired", "canceled"}
-
-
-@dataclass
-class BurstReply:
-    """What one request of a burst got back, as its client saw it."""
-
-    status: int  # HTTP status of the submission (0 = transport error)
-    round_trip_s: float
-    batch_size: int | None = None
-    final: str | None = None  # tickets: the job's terminal status
-    infer_s: float | None = None  # Server-Timing's inference (for a ticket, read when it is done)
-    cache_hit: bool = False  # the submission was answered from the result cache (X-Cache: hit)
 
 
 @dataclass
@@ -60,35 +47,6 @@ class BurstResult:
     outcomes: list[BurstReply] = field(repr=False)
     box_deaths: int | None = None  # deaths of the box during the burst (None: a bare server)
     achieved_s: float | None = None  # the box's calibrated seconds per median review
-
-
-async def fire_one(client: httpx.AsyncClient, path: str, text: str) -> BurstReply:
-    started = time.perf_counter()
-    try:
-        response = await client.post(URLS[path], json={"text": text})
-    except httpx.HTTPError:
-        return BurstReply(0, time.perf_counter() - started)
-    batch = response.headers.get("X-Batch-Size")
-    outcome = BurstReply(response.status_code, time.perf_counter() - started, int(batch) if batch else None)
-    outcome.cache_hit = response.headers.get("X-Cache") == "hit"
-    if response.status_code == 202:  # a ticket: its round trip runs until a poll sees it done
-        job = response.json()
-        while job["status"] not in TERMINAL:
-            await asyncio.sleep(0.05)
-            response = await client.get(f"/api/queue/jobs/{job['job_id']}")
-            job = response.json()
-        outcome.final = job["status"]
-        outcome.round_trip_s = time.perf_counter() - started
-    outcome.infer_s = timing_s(response.headers.get("Server-Timing"), "infer")
-    return outcome
-
-
-async def fire_burst(base_url: str, path: str, texts: list[str]) -> tuple[list[BurstReply], float]:
-    limits = httpx.Limits(max_connections=len(texts) + 8, max_keepalive_connections=len(texts) + 8)
-    async with httpx.AsyncClient(base_url=base_url, timeout=300, limits=limits) as client:
-        started = time.perf_counter()
-        outcomes = await asyncio.gather(*(fire_one(client, path, t) for t in texts))
-        return list(outcomes), time.perf_counter() - started
 
 
 def summarize(path: str, outcomes: list[BurstReply], wall_s: float, peak_rss: int) -> BurstResult:
@@ -243,7 +201,8 @@ def main() -> None:
     where = (
         "a bare uvicorn at the host's own speed"
         if args.bare
-        else "the box (`python -m app.box`: 1 core, ~1 s per median review by a CPU quota, 1.2 GiB cap, restarts)"
+        else "the box (`python -m app.box`: 1 core, ~1 s per median review by a CPU quota, "
+        f"{Settings().memory_cap_bytes / 2**30:g} GiB cap, restarts)"
     )
     header = (
         f"Measured from {started_at:%Y-%m-%d %H:%M} UTC on {machine()} (1-min load average {load_at_start:.2f} "

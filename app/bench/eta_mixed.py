@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from app.bench.fire import ROUTES, send
 from app.bench.serverproc import ServerProcess
 from app.bench.speed import host_line, load
 from app.scorer import samples_by_length
@@ -28,7 +29,7 @@ from app.settings import Settings
 
 N = 12
 ABS_S, REL = 1.5, 0.25
-PATHS = {"limited": "/api/limited/predict", "batched": "/api/batched/predict"}
+OTHERS = ("limited", "batched")  # fired beside the tickets, sharing the lane with them
 
 
 def kept(promise: dict[str, float], done_at: float) -> bool:
@@ -63,19 +64,19 @@ async def one_run(url: str, texts: list[str], tag: str) -> dict[str, Any]:
 
         async def ticket(text: str) -> int | None:
             sent = time.time() - t0
-            r = await client.post("/api/queue/jobs", json={"text": text})
-            if r.status_code == 202:
-                body = r.json()
+            answer = await send(client, ROUTES["tickets"], {"text": text})
+            if answer.response is not None and answer.status == 202:
+                body = answer.response.json()
                 first = {"at": round(sent, 3), "eta_s": body["eta_seconds"], "status": "queued"}
                 tickets[body["job_id"]] = {"promises": [first], "final": None, "done_at": None}
                 return None
-            return r.status_code
+            return answer.status
 
         async def other(path: str, text: str) -> int | None:
-            return (await client.post(PATHS[path], json={"text": text})).status_code
+            return (await send(client, ROUTES[path], {"text": text})).status
 
         fired: list[Coroutine[Any, Any, int | None]] = [ticket(f"{t} {tag}④{i}") for i, t in enumerate(texts)]
-        others = [asyncio.ensure_future(other(p, f"{t} {tag}{p[0]}{i}")) for p in PATHS for i, t in enumerate(texts)]
+        others = [asyncio.ensure_future(other(p, f"{t} {tag}{p[0]}{i}")) for p in OTHERS for i, t in enumerate(texts)]
         ticket_refusals = [r for r in await asyncio.gather(*fired) if r is not None]
         await follow(client, list(tickets), t0, tickets)  # from the last 202 on, while ② and ③ still run
         statuses: list[int] = [*ticket_refusals, *(r for r in await asyncio.gather(*others) if r is not None)]

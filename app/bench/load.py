@@ -23,11 +23,9 @@ from typing import Any
 
 import httpx
 
-from app.bench.measure import server_timing
-from app.registry import PATHS
+from app.bench.fire import ROUTES, follow, send
 from app.settings import Settings
 
-URLS = {p.name: p.route for p in PATHS}
 TICKET_POLL_S = 0.25
 
 
@@ -121,7 +119,8 @@ class TextSource:
 
 
 class Runner:
-    """Sends requests and turns each into exactly one Fate."""
+    """Sends requests and turns each into exactly one Fate: the stream entry point over app/bench/fire.py's
+    request-sending core (a closed burst is the other, `fire.fire_burst`)."""
 
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
         self.config = config
@@ -136,7 +135,7 @@ class Runner:
 
     @property
     def url_path(self) -> str:
-        return URLS.get(self.config.path, self.config.path)
+        return ROUTES.get(self.config.path, self.config.path)
 
     async def one(self, due_at: float, *, retry: bool = False, hold: str | None = None) -> Fate:
         """One request from due time to final answer; never raises. `hold`: a Seat-Hold token to present."""
@@ -150,61 +149,40 @@ class Runner:
                 "documents": self.config.rerank_documents,
                 "return_documents": False,
             }
-        try:
-            headers = {"Seat-Hold": hold} if hold else None
-            response = await self.client.post(self.url_path, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
-            return self._record(Fate(due_at, self.now() - due_at, "client_timeout", retry=retry, detail=repr(exc)))
-        except httpx.ConnectError as exc:  # nobody listening (yet, or any more)
-            return self._record(Fate(due_at, self.now() - due_at, "connect_refused", retry=retry, detail=repr(exc)))
-        except httpx.HTTPError as exc:  # the connection broke mid-request
-            return self._record(Fate(due_at, self.now() - due_at, "transport_error", retry=retry, detail=repr(exc)))
-        outcome = Fate(due_at, self.now() - due_at, category_of(response.status_code), response.status_code, retry)
-        if "Retry-After" in response.headers:
-            outcome.retry_after_s = float(response.headers["Retry-After"])
-        outcome.hold_token = response.headers.get("Seat-Hold")
-        outcome.hold_result = response.headers.get("Seat-Hold-Result")
+        answer = await send(self.client, self.url_path, body, {"Seat-Hold": hold} if hold else None)
+        if answer.response is None:
+            category = answer.error or "transport_error"
+            return self._record(Fate(due_at, self.now() - due_at, category, retry=retry, detail=answer.detail))
+        outcome = Fate(due_at, self.now() - due_at, category_of(answer.status), answer.status, retry)
+        outcome.retry_after_s = answer.retry_after_s
+        outcome.hold_token = answer.header("Seat-Hold")
+        outcome.hold_result = answer.header("Seat-Hold-Result")
         if outcome.category == "ok":
-            timing = server_timing(response.headers.get("Server-Timing"))
+            timing = answer.timing_ms
             outcome.wait_ms, outcome.infer_ms = timing.get("wait"), timing.get("infer")
-            if "X-Batch-Size" in response.headers:
-                outcome.batch_size = int(response.headers["X-Batch-Size"])
-            if response.status_code == 202 and "Location" in response.headers and self.config.follow_tickets:
-                await self._follow_ticket(response, outcome)
+            outcome.batch_size = answer.batch_size
+            if answer.status == 202 and answer.header("Location") and self.config.follow_tickets:
+                await self._follow_ticket(answer.response, outcome)
         elif outcome.category == "other_status":
-            outcome.detail = response.text[:200]
+            outcome.detail = answer.response.text[:200]
         return self._record(outcome)
 
     async def _follow_ticket(self, submitted: httpx.Response, outcome: Fate) -> None:
-        """Poll the ticket (first at its ETA) until it is neither queued nor running."""
-        body = submitted.json()
-        outcome.eta_s = body.get("eta_seconds")
-        if body.get("status") not in ("queued", "running"):
-            outcome.category = "ok" if body.get("status") == "done" else f"ticket_{body.get('status')}"
-            return
-        await asyncio.sleep(max(float(outcome.eta_s or 0.0) - 0.1, TICKET_POLL_S))
+        """Poll the ticket (first at its ETA) until it is neither queued nor running, or the drain ends."""
+        outcome.eta_s = submitted.json().get("eta_seconds")
+        first_after_s = max(float(outcome.eta_s or 0.0) - 0.1, TICKET_POLL_S)
         deadline = self.t0 + self.config.duration_s + self.config.drain_s
-        while True:
-            try:
-                polled = await self.client.get(submitted.headers["Location"])
-            except httpx.HTTPError as exc:
-                outcome.category, outcome.detail = "ticket_poll_error", repr(exc)
-                break
-            job: dict[str, Any] = {"status": f"http_{polled.status_code}"}
-            if polled.status_code == 200:
-                job = polled.json()
-            status = str(job.get("status"))
-            if status not in ("queued", "running"):
-                outcome.category = "ok" if status == "done" else f"ticket_{status}"
-                if job.get("waited_ms") is not None:
-                    outcome.wait_ms = float(job["waited_ms"])
-                    outcome.infer_ms = float(job.get("inference_ms") or 0.0)
-                    outcome.actual_s = (outcome.wait_ms + outcome.infer_ms) / 1000
-                break
-            if time.monotonic() > deadline:
-                outcome.category = "ticket_unfinished"
-                break
-            await asyncio.sleep(TICKET_POLL_S)
+        end = await follow(
+            self.client, submitted, first_after_s=first_after_s, every_s=TICKET_POLL_S, deadline=deadline
+        )
+        outcome.category = "ok" if end.status == "done" else f"ticket_{end.status}"
+        outcome.detail = end.detail
+        if end.response is None and end.status != "poll_error":
+            return  # it had ended by the time it was answered: nothing was polled
+        if end.status not in ("poll_error", "unfinished") and end.job.get("waited_ms") is not None:
+            outcome.wait_ms = float(end.job["waited_ms"])
+            outcome.infer_ms = float(end.job.get("inference_ms") or 0.0)
+            outcome.actual_s = (outcome.wait_ms + outcome.infer_ms) / 1000
         outcome.latency_s = self.now() - outcome.due_at
 
     def _record(self, outcome: Fate) -> Fate:
@@ -430,7 +408,7 @@ def draw_chart(result: LoadResult, png: Path) -> None:
 def parse_args(argv: list[str] | None = None) -> tuple[LoadConfig, Path]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
-    parser.add_argument("--path", default="limited", help=f"{'|'.join(URLS)}, or a URL path to POST to")
+    parser.add_argument("--path", default="limited", help=f"{'|'.join(ROUTES)}, or a URL path to POST to")
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--burst", type=int, help="open loop: this many at once every --every seconds")

@@ -53,14 +53,28 @@ def children(pid: int) -> Callable[[], list[int]]:
     return lambda: tree(pid)()[1:]
 
 
-class PeakRss:
-    """`with PeakRss(tree(pid)) as rss: …`, then `rss.peak`: the highest summed RSS seen, sampled on a thread."""
+def alone(pid: int) -> Callable[[], list[int]]:
+    """One process, without its descendants."""
+    return lambda: [pid]
 
-    def __init__(self, pids: Callable[[], list[int]], every_s: float = 0.02) -> None:
+
+class PeakRss:
+    """`with PeakRss(tree(pid)) as rss: …`, then `rss.peak`: the highest summed RSS seen, sampled on a thread.
+
+    The one peak-memory sampler of the benchmarks, tools and tests. `also` names other byte counts read
+    on the same beat (a memory cgroup's anonymous pages, say): `rss.peaks[name]` keeps the highest of
+    each; a reading that fails (OSError: the group is gone) is skipped.
+    """
+
+    def __init__(
+        self, pids: Callable[[], list[int]], every_s: float = 0.02, also: dict[str, Callable[[], int]] | None = None
+    ) -> None:
         self._pids = pids
         self._every_s = every_s
+        self._also = also or {}
         self._stop = threading.Event()
         self.peak = 0
+        self.peaks = dict.fromkeys(self._also, 0)
         # (monotonic, CPU seconds of those processes so far), each sample: how long a server kept working.
         self.cpu: list[tuple[float, float]] = []
         self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
@@ -86,5 +100,8 @@ class PeakRss:
                     continue  # a process came or went mid-walk: the next sample counts it
             self.peak = max(self.peak, total)
             self.cpu.append((time.monotonic(), cpu))
+            for name, read in self._also.items():
+                with contextlib.suppress(OSError):
+                    self.peaks[name] = max(self.peaks[name], read())
             if self._stop.wait(self._every_s):
                 return

@@ -13,23 +13,18 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
-import psutil
-
 from app.bench.serverproc import free_port, wait_healthy
-from app.box.cgroups import CGROUP_ROOT, PROC_CGROUP, parent_dirs
-from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT
-
-LAB_CAP_BYTES = MEMORY_CAP_BYTES
+from app.box.cgroups import PROC_CGROUP, parent_dirs
+from app.settings import PROJECT_ROOT
 
 
 def own_memory_cgroup() -> tuple[Path, int]:
     """This process's memory cgroup folder and its cgroup version, found as the box finds its own."""
-    dirs, version = parent_dirs(PROC_CGROUP.read_text(), CGROUP_ROOT)
+    dirs, version = parent_dirs()
     if "memory" not in dirs:
         raise RuntimeError(f"no memory cgroup found in {PROC_CGROUP}")
     return dirs["memory"], version
@@ -140,42 +135,3 @@ class CappedServer:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
-
-
-class MemoryWatch:
-    """Samples the group's usage and the server's RSS on a thread while a load runs."""
-
-    def __init__(self, group: MemoryCgroup, pid: int, every_s: float = 0.05) -> None:
-        self._group = group
-        self._process = psutil.Process(pid)
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="memory-watch", daemon=True)
-        self.samples: list[tuple[float, int, int]] = []  # (monotonic, group usage, server RSS)
-        self.peak_anon = 0
-
-    def __enter__(self) -> "MemoryWatch":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def peak_rss(self) -> int:
-        return max((rss for _, _, rss in self.samples), default=0)
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            try:
-                rss = self._process.memory_info().rss
-            except psutil.Error:
-                rss = 0
-            try:
-                usage = self._group.usage_bytes()
-                self.peak_anon = max(self.peak_anon, self._group.anon_bytes())
-            except OSError:
-                usage = 0
-            self.samples.append((time.monotonic(), usage, rss))
-            self._stop.wait(self._every_s)

@@ -22,8 +22,9 @@ import httpx
 import psutil
 
 from app.bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
-from app.bench.memcap import LAB_CAP_BYTES, CappedServer, MemoryCgroup, MemoryWatch
-from app.settings import PROJECT_ROOT, Settings
+from app.bench.measure import PeakRss, alone
+from app.bench.memcap import CappedServer, MemoryCgroup
+from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, Settings
 
 OUT_DIR = PROJECT_ROOT / "docs" / "bench"
 MIB = 2**20
@@ -165,7 +166,7 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
     log_path = out_dir / f"overload-{scenario.name}.log"
     load_before = os.getloadavg()
     # Each server gets a ticket store of its own, so no scenario inherits another's queue.
-    with MemoryCgroup(LAB_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-overload-") as data:
+    with MemoryCgroup(MEMORY_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-overload-") as data:
         settings = {"LAB_JOB_STORE": f"sqlite:///{data}/jobs.db", **scenario.settings}
         server = CappedServer(group, model_dir, log_path, **settings)
         with server:
@@ -187,7 +188,7 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
                 follow_tickets=scenario.follow_tickets,
             )
             cpu = CpuShare(server.process.pid)
-            with MemoryWatch(group, server.process.pid) as watch:
+            with PeakRss(alone(server.process.pid), every_s=0.05, also={"anon": group.anon_bytes}) as watch:
                 result = asyncio.run(run_load(config))
             shares = cpu.read()
             alive = server.process.poll() is None and asyncio.run(still_healthy(server.url))
@@ -205,9 +206,9 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
             "service_s_per_review_at_start": round(service_s, 3),
             "summary": summary,
             "cgroup_peak_mib": mib(group.peak_bytes()),
-            "rss_peak_mib": mib(watch.peak_rss),
-            "anon_peak_mib": mib(watch.peak_anon),
-            "cap_mib": mib(LAB_CAP_BYTES),
+            "rss_peak_mib": mib(watch.peak),
+            "anon_peak_mib": mib(watch.peaks["anon"]),
+            "cap_mib": mib(MEMORY_CAP_BYTES),
             "limit_hits": group.limit_hits(),
             "oom_kills": group.oom_kills(),
             "server_alive_after": alive,
@@ -282,7 +283,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "Produced by `just overload-report` (app/bench/overload.py); raw results and every request's "
         "outcome in `overload.json` and `overload-*.json`, charts in `overload-*.png`.",
         "",
-        "## Memory under the 1.2 GiB cap",
+        "## Memory under the cap",
         "",
         "| scenario | load | requests (sent = categories) | ok p50 / p99 (s) | cgroup peak (MiB) | "
         "anon peak (MiB) | RSS peak (MiB) | OOM kills | server after |",

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from app.bench.live import LiveServer
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.settings import PROJECT_ROOT
 
@@ -27,14 +28,8 @@ class Sample:
     value: float
 
 
-@dataclass
-class PrometheusServer:
-    url: str
-    process: "subprocess.Popen[bytes]"
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+class PrometheusServer(LiveServer):
+    """A Prometheus process, like a live lab server (its url, process and log), that answers PromQL."""
 
     def query(self, expr: str) -> list[Sample]:
         """Evaluate an instant PromQL query now; a PromQL error raises with Prometheus' message."""

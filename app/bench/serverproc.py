@@ -19,7 +19,7 @@ from types import TracebackType
 import httpx
 import psutil
 
-from app.box.cgroups import CGROUP_ROOT, PROC_CGROUP, BoxCgroup, parent_dirs
+from app.box.cgroups import CGROUP_ROOT, BoxCgroup, box_name, parent_dirs
 from app.settings import PROJECT_ROOT
 
 
@@ -74,8 +74,8 @@ class ServerProcess:
 
 def box_groups(supervisor_pid: int, proc_cgroup: str | None = None, root: Path = CGROUP_ROOT) -> BoxCgroup | None:
     """The cgroup folders a supervisor started from this process names `lab-box-<pid>`, where they still exist."""
-    dirs, version = parent_dirs(proc_cgroup if proc_cgroup is not None else PROC_CGROUP.read_text(), root)
-    left = {c: d / f"lab-box-{supervisor_pid}" for c, d in dirs.items() if (d / f"lab-box-{supervisor_pid}").is_dir()}
+    dirs, version = parent_dirs(proc_cgroup, root)
+    left = {c: d / box_name(supervisor_pid) for c, d in dirs.items() if (d / box_name(supervisor_pid)).is_dir()}
     return BoxCgroup(version, left) if left else None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from app.bench.measure import timing_s
 from app.bench.serverproc import ServerProcess
 from app.scorer import samples_by_length
 from app.settings import Settings
@@ -48,11 +49,7 @@ def start_hog(core: int) -> "subprocess.Popen[bytes]":
 
 
 def infer_s(response: httpx.Response) -> float | None:
-    for part in response.headers.get("server-timing", "").split(","):
-        name, _, rest = part.strip().partition(";")
-        if name == "infer" and rest.startswith("dur="):
-            return float(rest[4:]) / 1000
-    return None
+    return timing_s(response.headers.get("Server-Timing"), "infer")
 
 
 def rolling_median(values: list[float], n: int = 5) -> list[float]:

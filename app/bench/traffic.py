@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from app.bench.bursts import BurstReply, fire_one
+from app.bench.fire import BurstReply, fire_one
 from app.bench.live import slowed
 from app.registry import PATHS
 
@@ -21,9 +21,8 @@ BURST_SETTINGS = {
     # arrival, past its 0.5 s limit if it arrived within 0.3 s of the first: a 503.
     "LAB_LIMITED_SEATS": "2",
     "LAB_LIMITED_MAX_WAIT_S": "0.5",
-    # ③: 7 arrivals close one batch of 3 as "full"; the rest wait for the lane and go when it frees
-    # ("lane_free": four chances, as one straggler reaching an idle lane goes by "timer"); a lone
-    # review on the idle lane then goes by "timer".
+    # ③: 4 arrivals close one batch of 3 as "full"; the 4th waits for the lane and goes
+    # when it frees ("lane_free"); a lone review on the idle lane then goes by "timer".
     "LAB_BATCH_MAX": "3",
     "LAB_BATCH_WINDOW_S": "0.5",
     # ④: 2 queued tickets at most; a burst of 6 overflows it.
@@ -33,7 +32,7 @@ BURST_SETTINGS = {
 
 # A burst per path, sized to overflow its bound under BURST_SETTINGS (per-path scenario data, like the
 # page's notes: tests/test_layout.py allows this table).
-BURST_SIZES = {"naive": 3, "limited": 8, "batched": 7, "tickets": 6}
+BURST_SIZES = {"naive": 3, "limited": 8, "batched": 4, "tickets": 6}
 
 
 @dataclass

@@ -23,8 +23,10 @@ CPU_WEIGHT_V1 = 16 * 1024  # cpu.shares, default 1024
 CPU_WEIGHT_V2 = 16 * 100  # cpu.weight, default 100
 
 
-def parent_dirs(proc_cgroup: str, root: Path) -> tuple[dict[str, Path], int]:
-    """Where this process sits, per controller, and the cgroup version: v1 when any v1 controller is named."""
+def parent_dirs(proc_cgroup: str | None = None, root: Path = CGROUP_ROOT) -> tuple[dict[str, Path], int]:
+    """Where this process sits (`proc_cgroup`: /proc/self/cgroup's text, read if None), per controller, and the
+    cgroup version: v1 when any v1 controller is named. The one cgroup finder of the box and the benchmarks."""
+    proc_cgroup = PROC_CGROUP.read_text() if proc_cgroup is None else proc_cgroup
     v1: dict[str, Path] = {}
     unified: Path | None = None
     for line in proc_cgroup.splitlines():
@@ -147,6 +149,10 @@ def _v2_setup(folder: Path, parent: Path, wanted: list[str], cpus: list[int], ca
 BOX_PREFIX = "lab-box-"  # + the supervisor's pid: each box's group is named after its owner
 
 
+def box_name(supervisor_pid: int) -> str:
+    return f"{BOX_PREFIX}{supervisor_pid}"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -166,7 +172,7 @@ def sweep_orphans(*, root: Path = CGROUP_ROOT, proc: str | None = None) -> list[
     Runs at every start of a box, before it makes its own group.
     """
     try:
-        parents, version = parent_dirs(proc if proc is not None else PROC_CGROUP.read_text(), root)
+        parents, version = parent_dirs(proc, root)
     except OSError:
         return []
     orphans: dict[Path, BoxCgroup] = {}
@@ -205,7 +211,7 @@ def create(
     if not wanted:
         return None, failures
     try:
-        parents, version = parent_dirs(proc if proc is not None else PROC_CGROUP.read_text(), root)
+        parents, version = parent_dirs(proc, root)
     except OSError as err:
         return None, dict.fromkeys(wanted, f"no cgroups here ({err.strerror})")
     if version == 0:

@@ -84,18 +84,21 @@ def death_cause(returncode: int, oom_kills_during: int, watchdog_fired: bool) ->
 
 
 class Watchdog:
-    """`Watchdog(cap).watch(pid)` on its own thread; `fired` says whether it did the killing."""
+    """`Watchdog(cap).watch(pid)` on its own thread; `fired` says whether it did the killing.
+
+    An enforcer, not a measurement: it keeps no peak (the benchmarks' one sampler is
+    app/bench/measure.py's `PeakRss`, which the server side does not import).
+    """
 
     def __init__(self, cap_bytes: int, every_s: float = 0.05) -> None:
         self.cap_bytes = cap_bytes
         self.every_s = every_s
         self.fired = False
-        self.peak_bytes = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def watch(self, pid: int) -> None:
-        self.fired, self.peak_bytes = False, 0
+        self.fired = False
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, args=(pid,), name="box-memory-watchdog", daemon=True)
         self._thread.start()
@@ -108,7 +111,6 @@ class Watchdog:
     def _run(self, pid: int) -> None:
         while not self._stop.is_set():
             rss = tree_rss(pid)
-            self.peak_bytes = max(self.peak_bytes, rss)
             if rss > self.cap_bytes:
                 self.fired = True
                 log.error(

@@ -23,7 +23,7 @@ from types import FrameType
 
 import httpx
 
-from app.box.cgroups import sweep_orphans
+from app.box.cgroups import box_name, sweep_orphans
 from app.box.launch import server_argv
 from app.box.memory import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
@@ -168,7 +168,7 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
         for folder in sweep_orphans():
             log.info("Removed %s, left by a box that was killed.", folder)
     slow = settings.box_seconds_per_review > 0
-    placement = place(settings.cpus, slow, settings.memory_cap_bytes, f"lab-box-{os.getpid()}", settings.box_cgroups)
+    placement = place(settings.cpus, slow, settings.memory_cap_bytes, box_name(os.getpid()), settings.box_cgroups)
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
     state_dir = tempfile.mkdtemp(prefix="lab-box-")

@@ -23,12 +23,18 @@ class MicroBatcher:
     The loop, like text-embeddings-inference's batching task or Ray Serve's `_BatchQueue`:
 
     - wait for a first request;
-    - if it arrived at an idle lane, hold it up to `window_s` for company, or until `max_size` are
-      waiting (`timer`, `full`); requests that arrive while the lane is busy get no window;
+    - if it found the loop waiting and the lane idle, hold it up to `window_s` for company, or until
+      `max_size` are waiting (`timer`, `full`); requests that arrive while the lane is busy, our own
+      last batch included, get no window;
     - take a turn on the lane (`InferenceLane.turn`) and, when the lane reaches it, form the batch
       from whoever is waiting then, oldest first, up to `max_size`: so a batch is formed when the
       model can take it and never queues behind other work while it could still grow. A batch
-      that waited for the lane goes as `lane_free`, or `full` if it filled up meanwhile;
+      that waited for the lane goes as `lane_free`, or `full` if it filled up meanwhile.
+
+    Why a batch goes is decided from what this loop waited for (its own queue when it came round,
+    its window, whether its turn waited behind other work), never from the lane's busy flag read
+    while our own batch is being handed over: that flag lags the lane thread, so a request that
+    came just after a `full` batch was once labelled `timer` though it waited for that batch;
     - infer it, resolve each future, and go round again. At most one batch of ours is on the lane.
 
     A waiter whose client left before its batch was formed is left out (and counted). If a batch
@@ -49,7 +55,6 @@ class MicroBatcher:
         self._max_wait_s = max_wait_s
         self._queue: deque[Waiter] = deque()
         self._arrived = asyncio.Event()  # set by run(), cleared by the loop when it looks
-        self._window_ends: float | None = None  # the first request found the lane idle: gather until then
         self._task: asyncio.Task[None] | None = None
         self.in_flight = 0  # reviews of the batch the lane is inferring now
         self.last_batch_size = 0
@@ -134,30 +139,34 @@ class MicroBatcher:
                 waited_s=0.0,
             )
         waiter = Waiter(text, asyncio.get_running_loop().create_future())
-        if not self._queue and self._lane_idle():
-            self._window_ends = waiter.arrived + self._window_s
         self._queue.append(waiter)
         self._arrived.set()
         self._lane.room.changed()
         return await waiter.future
 
     async def _serve(self) -> None:
+        turns = 0
         while True:
+            # Waiters already queued when we come round came while our last turn was on the lane: they waited for it.
+            came_while_busy = turns > 0 and bool(self._queue)
             await self._until(lambda: bool(self._queue))
             reason = "lane_free"
-            if self._window_ends is not None:
-                filled = await self._until(lambda: len(self._queue) >= self._max_size, self._window_ends)
-                reason = "full" if filled else "timer" if self._lane_idle() else "lane_free"
+            if not came_while_busy and self._lane_idle():  # the first found us and the lane idle: gather
+                window_ends = self._queue[0].arrived + self._window_s
+                filled = await self._until(lambda: len(self._queue) >= self._max_size, window_ends)
+                reason = "full" if filled else "timer"
             turn = self._lane.turn()
+            turns += 1
             try:
                 await asyncio.wrap_future(turn.reached)
             except asyncio.CancelledError:
                 turn.reached.cancel()
                 turn.fill(())  # granted just now after all: give the lane back at once
                 raise
+            if reason == "timer" and turn.waited:  # the window ended, then other work held the lane
+                reason = "lane_free"
             batch = self._take()
             self._lane.room.changed()
-            self._window_ends = None
             result = turn.fill([w.text for w in batch])  # an empty batch gives the turn up
             if batch:
                 await self._infer(batch, "full" if len(batch) == self._max_size else reason, result)
@@ -174,6 +183,7 @@ class MicroBatcher:
         return True
 
     def _lane_idle(self) -> bool:
+        """Nobody else's work on the lane or ahead of us (ours is not: the loop is not inferring when it asks)."""
         return not self._lane.busy and self._lane.pending_reviews == 0
 
     def _take(self) -> list[Waiter]:

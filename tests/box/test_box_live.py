@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from app.bench.fire import BurstReply, fire_burst
 from app.bench.live import ROOT, TINY_MODEL, LiveServer
 from app.bench.serverproc import free_port, stop_process, wait_healthy
-from app.box.cgroups import CGROUP_ROOT
+from app.box.cgroups import CGROUP_ROOT, box_name
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ class Box(LiveServer):
 
 
 def leftover_groups(pid: int) -> list[Path]:
-    return [p for p in CGROUP_ROOT.glob(f"*/**/lab-box-{pid}") if p.is_dir()] if CGROUP_ROOT.exists() else []
+    return [p for p in CGROUP_ROOT.glob(f"*/**/{box_name(pid)}") if p.is_dir()] if CGROUP_ROOT.exists() else []
 
 
 @contextmanager
@@ -70,18 +71,28 @@ def server_threads_cpus(box: Box) -> set[str]:
     return found
 
 
-async def burst(url: str, path: str, n: int, text: str) -> list[httpx.Response | BaseException]:
-    async with httpx.AsyncClient(base_url=url, timeout=300) as client:
-        calls = [client.post(f"/api/{path}/predict", json={"text": f"{text} {i}"}) for i in range(n)]
-        return await asyncio.gather(*calls, return_exceptions=True)
+def burst(url: str, path: str, n: int, text: str) -> list[BurstReply]:
+    """n reviews at once (status 0: the connection was lost, as when the box dies under it)."""
+    replies, _ = asyncio.run(fire_burst(url, path, [f"{text} {i}" for i in range(n)]))
+    return replies
 
 
-def infer_ms(response: httpx.Response) -> float:
-    for part in response.headers["Server-Timing"].split(","):
-        name, _, rest = part.strip().partition(";dur=")
-        if name == "infer":
-            return float(rest)
-    raise AssertionError(response.headers["Server-Timing"])
+def infer_s(replies: list[BurstReply]) -> float:
+    """The median inference of the answered reviews, from their Server-Timing."""
+    return statistics.median(r.infer_s for r in replies if r.infer_s is not None)
+
+
+def back_after_a_death(box: Box) -> None:
+    """Poll until the next incarnation serves: its port refuses until it has its fresh socket."""
+
+    async def back() -> bool:
+        async with httpx.AsyncClient(timeout=30) as client:
+            try:
+                return (await client.get(f"{box.url}/health")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+    asyncio.run(eventually(back, limit_s=120))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is Linux-only")
@@ -93,12 +104,10 @@ def test_a_naive_burst_on_the_box_shares_one_slow_core_and_waits_n_times() -> No
         assert model["cpu_mode"] == "affinity" and model["calibration"]["method"] == "burn"
         assert len(server_threads_cpus(box)) == 1 and "," not in next(iter(server_threads_cpus(box)))
         text = "배송은 빨랐지만 포장이 조금 아쉬웠어요."
-        singles = asyncio.run(burst(box.url, "limited", 1, text)) + asyncio.run(burst(box.url, "limited", 1, text))
-        single_s = statistics.median(infer_ms(r) for r in singles if isinstance(r, httpx.Response)) / 1000
-        naive = asyncio.run(burst(box.url, "naive", n, text))
-    responses = [r for r in naive if isinstance(r, httpx.Response)]
-    assert [r.status_code for r in responses] == [200] * n
-    naive_infer_s = statistics.median(infer_ms(r) for r in responses) / 1000
+        single_s = infer_s(burst(box.url, "limited", 1, text) + burst(box.url, "limited", 1, text))
+        naive = burst(box.url, "naive", n, text)
+    assert [r.status for r in naive] == [200] * n
+    naive_infer_s = infer_s(naive)
     # Sharing one core, each of the n concurrent inferences takes about n single ones.
     assert naive_infer_s >= 0.6 * n * single_s
 
@@ -109,18 +118,9 @@ def test_the_box_dies_at_its_memory_cap_and_comes_back_counted() -> None:
         assert box.stats()["incarnation"] == 1
         mode = httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"]
         ticket = httpx.post(f"{box.url}/api/queue/jobs", json={"text": "살아남을 티켓"}).json()["job_id"]
-        results = asyncio.run(burst(box.url, "naive", 12, LONG_REVIEW))
-        assert any(isinstance(r, BaseException) for r in results)  # the connections the dead box held
-
-        async def back() -> bool:
-            # Refused until the next incarnation has its fresh socket (a death closes the old one).
-            async with httpx.AsyncClient(timeout=30) as client:
-                try:
-                    return (await client.get(f"{box.url}/health")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-        asyncio.run(eventually(back, limit_s=120))
+        results = burst(box.url, "naive", 12, LONG_REVIEW)
+        assert any(r.status == 0 for r in results)  # the connections the dead box held
+        back_after_a_death(box)
         stats = box.stats()
         assert stats["incarnation"] >= 2 and stats["memory_deaths"] >= 1
         assert stats["last_death"]["cause"] == "memory_cap"
@@ -135,16 +135,7 @@ def test_the_box_dies_at_its_memory_cap_and_comes_back_counted() -> None:
 def test_the_watchdog_emulates_the_cap_where_no_memory_cgroup_can_be_made() -> None:
     with boxed(LAB_BOX_CGROUPS="0", LAB_MEMORY_CAP_BYTES=str(CAP), LAB_BOX_SECONDS_PER_REVIEW="0") as box:
         assert httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"] == "watchdog"
-        asyncio.run(burst(box.url, "naive", 12, LONG_REVIEW))
-
-        async def back() -> bool:
-            # Refused until the next incarnation has its fresh socket (a death closes the old one).
-            async with httpx.AsyncClient(timeout=30) as client:
-                try:
-                    return (await client.get(f"{box.url}/health")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-        asyncio.run(eventually(back, limit_s=120))
+        burst(box.url, "naive", 12, LONG_REVIEW)
+        back_after_a_death(box)
         assert box.stats()["memory_deaths"] >= 1
         assert "watchdog" in (box.stats()["last_death"]["detail"] or "")

@@ -1,6 +1,7 @@
 """Path 3's batcher against a real lane and a gated fake model: batches form when the lane can take them."""
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -170,3 +171,77 @@ async def test_stop_answers_whoever_is_queued_and_gives_the_lane_back(lane: Infe
     after = await lane.run(["다음 리뷰"])  # the lane skipped the withdrawn turn and went on
     assert after.rankings[0][0].id == "echo:다음 리뷰"
     assert scorer.calls == [["다른 경로의 리뷰"], ["다음 리뷰"]]
+
+
+class SlowStartLane(InferenceLane):
+    """A real lane whose thread, handed a batch, waits for the test before it starts it (and marks itself busy)."""
+
+    def __init__(self, scorer: GatedScorer) -> None:
+        super().__init__(scorer)
+        self.may_start = threading.Event()
+
+    def _infer(self, job: Any) -> None:
+        if not self.may_start.wait(timeout=30):
+            raise TimeoutError("test never let the lane start")
+        super()._infer(job)
+
+
+async def test_a_request_that_came_while_our_batch_was_handed_over_waited_for_the_lane(batchers: Batchers) -> None:
+    scorer = GatedScorer()
+    slow = SlowStartLane(scorer)
+    slow.start()
+    try:
+        batcher = batchers(slow, window_s=HOUR, max_size=2)
+        first = [asyncio.create_task(batcher.run(f"먼저 온 리뷰 {i}")) for i in range(2)]
+
+        async def handed_over() -> bool:
+            return batcher.in_flight == 2
+
+        await eventually(handed_over)  # the batch is filled; the lane thread has not started it yet
+        # Had the late one opened a window, it would end before our batch does (as 0.5 s ends inside a 1.2 s batch).
+        batcher.retune(window_s=0.0)
+        late = asyncio.create_task(batcher.run("늦게 온 리뷰"))
+        await holding(batcher, 1)
+        slow.may_start.set()
+        scorer.open()
+        await asyncio.gather(*first)
+        assert (await late).batch_size == 1
+    finally:
+        slow.may_start.set()
+        scorer.open()
+        await asyncio.to_thread(slow.stop)
+    assert scorer.calls == [["먼저 온 리뷰 0", "먼저 온 리뷰 1"], ["늦게 온 리뷰"]]
+    assert batcher.snapshot().closed == {"full": 1, "timer": 0, "lane_free": 1}
+
+
+async def test_the_lane_is_idle_again_when_a_result_is_out(lane: InferenceLane, scorer: GatedScorer) -> None:
+    seen: list[bool] = []
+    job = lane.submit(["리뷰"])
+    job.add_done_callback(lambda _: seen.append(lane.busy))  # runs on the lane thread, as the result is set
+    scorer.release()
+    await asyncio.wrap_future(job)
+    assert seen == [False]
+
+
+async def test_a_turn_says_whether_the_lane_ran_other_work_before_reaching_it(
+    lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    first = lane.turn()  # the lane is idle: reached at once
+    await asyncio.wrap_future(first.reached)
+    first.fill(())
+    assert first.waited is False
+
+    blocker = await hold_lane(lane, scorer)  # another path's job is running
+    behind_running = lane.turn()
+    gone = lane.submit(["떠난 손님"])  # queued ahead of the next turn, withdrawn before it starts
+    gone.cancel()
+    scorer.release()
+    await blocker
+    await asyncio.wrap_future(behind_running.reached)
+    behind_running.fill(())
+    behind_skipped = lane.turn()
+    await asyncio.wrap_future(behind_skipped.reached)
+    behind_skipped.fill(())
+    assert behind_running.waited is True
+    assert behind_skipped.waited is False  # the withdrawn job never ran
+    assert scorer.calls == [["다른 경로의 리뷰"]]
