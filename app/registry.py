@@ -15,7 +15,7 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """A setting an instructor may turn for one path: its `Settings` field, its bounds, its unit."""
+    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit."""
 
     setting: str  # the Settings field (and LAB_<SETTING> in the environment)
     low: float
