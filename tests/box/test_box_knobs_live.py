@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.bench.live import LiveServer, live_server, slowed
-from tests.box.test_box_live import Box, boxed, infer_ms, leftover_groups
+from tests.box.test_box_live import LONG_REVIEW, Box, boxed, burst, infer_ms, leftover_groups
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -84,3 +84,23 @@ def test_a_new_target_reaches_the_speed_loop_and_every_view_at_once() -> None:
     assert all(r.status_code == 200 for r in reviews + later)
     ratio = statistics.median(infer_ms(r) for r in later) / statistics.median(infer_ms(r) for r in reviews)
     assert ratio > 1.4  # about 2: the same review, on a CPU slowed twice as much
+
+
+def test_the_supervisors_watchdog_kills_at_the_cap_the_instructor_set() -> None:
+    """No cgroup: the new cap travels through the knobs file to the watchdog in the supervisor."""
+    with boxed(LAB_BOX_CGROUPS="0", LAB_BOX_SECONDS_PER_REVIEW="0") as box:
+        assert httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"] == "watchdog"
+        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 700 * MIB}, headers=token(box))
+        assert turned.status_code == 200, turned.text
+        asyncio.run(burst(box.url, "naive", 12, LONG_REVIEW))  # ~2.6 GiB unboxed: over either cap
+
+        async def back() -> bool:
+            async with httpx.AsyncClient(timeout=30) as client:
+                try:
+                    return bool((await client.get(f"{box.url}/api/stats")).json()["box"]["memory_deaths"] >= 1)
+                except (httpx.TransportError, ValueError):
+                    return False
+
+        asyncio.run(eventually(back, limit_s=120))
+        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 700 * MIB  # the next one too
+    assert re.search(r"Watchdog: the box uses \d+ MiB, over its 700 MiB cap", box.log()), box.log()[-2000:]
