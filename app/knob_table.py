@@ -1,14 +1,18 @@
 """Which of the registry's knobs an instructor may turn at runtime, and the owner each one is handed to.
 
-Bounds and units come from the path registry (app/registry.py). Not turnable live (yet): ①'s memory
-guard (it measures an inference's memory at start-up), and the box's seconds per review and memory
-cap (the supervisor sets them when it starts the server: a CPU quota calibrated then, a memory cgroup).
+Bounds and units come from the registry (app/registry.py): each path's knobs, and the box's own
+(`BOX_KNOBS`: its target seconds per review and its memory cap, owned by app/box/knobs.py; absent,
+with the reason, on a server the box does not slow or cap). Not turnable live (yet): ①'s memory
+guard (it measures an inference's memory at start-up).
 """
 
 from pathlib import Path
 
+from app.box.knobs import box_appliers
+from app.box.speed import SpeedLoop
 from app.knobs import Apply, KnobBoard
-from app.registry import PATHS, Knob
+from app.memory_guard import MemoryGuard
+from app.registry import BOX_KNOBS, PATHS, Knob
 from app.settings import Settings
 from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate
@@ -16,7 +20,13 @@ from app.strategies.tickets import TicketService
 
 
 def knob_board(
-    settings: Settings, gate: SeatGate, batcher: MicroBatcher, tickets: TicketService, file: Path | None
+    settings: Settings,
+    gate: SeatGate,
+    batcher: MicroBatcher,
+    tickets: TicketService,
+    file: Path | None,
+    speed: SpeedLoop | None = None,
+    guard: MemoryGuard | None = None,
 ) -> KnobBoard:
     """The board for one lab, with the values a previous run left already applied."""
     appliers: dict[str, Apply] = {
@@ -27,8 +37,11 @@ def knob_board(
         "batch_max_wait_s": lambda v: batcher.retune(max_wait_s=v),
         "queue_max_jobs": lambda v: tickets.retune(queue_max_jobs=int(v)),
     }
-    knobs: list[Knob] = [knob for path in PATHS for knob in path.knobs if knob.setting in appliers]
+    box, absent = box_appliers(settings.box_state, speed, guard)
+    appliers |= box
+    every = (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)
+    knobs: list[Knob] = [knob for knob in every if knob.setting in appliers]
     table = {knob.setting: (knob, appliers[knob.setting]) for knob in knobs}
-    board = KnobBoard(settings, dict(table), file)
+    board = KnobBoard(settings, dict(table), file, absent)
     board.restore()
     return board

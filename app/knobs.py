@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.errors import InvalidKnob, NotInstructor
+from app.errors import InvalidKnob, LabError, NotInstructor
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,18 @@ Apply = Callable[[float], None]
 class KnobBoard:
     """Owns the live values of the turnable settings; `turn` checks, applies, persists and counts."""
 
-    def __init__(self, settings: Settings, knobs: dict[str, tuple[KnobSpec, Apply]], file: Path | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        knobs: dict[str, tuple[KnobSpec, Apply]],
+        file: Path | None,
+        absent: dict[str, str] | None = None,
+    ) -> None:
         self._settings = settings
         self._knobs = knobs
         self._file = file
+        self._absent = absent or {}  # knobs this server cannot turn, and why (the box's, outside the box)
+        self._kept: dict[str, float] = {}  # the file's other entries: a server without a knob keeps its value
         self._changes = dict.fromkeys(knobs, 0)
         self._last: Change | None = None
         self._version = 0
@@ -84,12 +92,15 @@ class KnobBoard:
 
     def turn(self, setting: str, value: float) -> Change:
         """Check bounds, write the setting, hand it to its owner, persist, count."""
+        if setting in self._absent:
+            raise InvalidKnob(f"{setting} cannot be turned on this server: {self._absent[setting]}.")
         if setting not in self._knobs:
             raise InvalidKnob(f"No knob called {setting!r}; the knobs are {', '.join(sorted(self._knobs))}.")
         spec, apply = self._knobs[setting]
         if not spec.low <= value <= spec.high:
-            raise InvalidKnob(f"{setting} must lie between {spec.low:g} and {spec.high:g} {spec.unit}; got {value:g}.")
-        if spec.unit in ("seats", "reviews", "jobs") and value != int(value):
+            low, high, got = (amount(v, spec.unit) for v in (spec.low, spec.high, value))
+            raise InvalidKnob(f"{setting} must lie between {low} and {high} {unit(spec.unit)}; got {got}.")
+        if spec.unit in ("seats", "reviews", "jobs", "bytes") and value != int(value):
             raise InvalidKnob(f"{setting} counts {spec.unit}: a whole number, not {value:g}.")
         old = self.value(setting)
         self._set(setting, value, apply)
@@ -97,37 +108,60 @@ class KnobBoard:
         self._changes[setting] += 1
         self._last = Change(self._version, setting, old, value, time.time())
         self._save()
-        log.warning("Knob %s: %g -> %g (change %d)", setting, old, value, self._version)
+        log.warning("Knob %s: %s -> %s (change %d)", setting, old, value, self._version)
         return self._last
 
     def restore(self) -> None:
-        """Apply the values a previous run of this box left (unknown or out-of-bounds entries are ignored)."""
-        if self._file is None or not self._file.exists():
-            return
-        try:
-            saved = json.loads(self._file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("Ignoring the knobs file %s: %s", self._file, exc)
-            return
-        for setting, value in (saved if isinstance(saved, dict) else {}).items():
-            if setting in self._knobs and isinstance(value, int | float):
+        """Apply the values a previous run of this box left (unknown or out-of-bounds entries are ignored;
+        a value the settings already hold, e.g. the box's, which the supervisor passes on, is not re-applied)."""
+        self._kept = read_kept(self._file)
+        for setting, value in self._kept.items():
+            if setting in self._knobs and value != self.value(setting):
                 spec, apply = self._knobs[setting]
                 if spec.low <= value <= spec.high:
-                    self._set(setting, float(value), apply)
+                    try:
+                        self._set(setting, value, apply)
+                    except LabError as exc:  # e.g. a memory cap below what this server uses now
+                        log.warning("Not restoring %s = %s: %s", setting, value, exc.message)
 
     def snapshot(self) -> KnobsSnapshot:
         return KnobsSnapshot({name: self.value(name) for name in self._knobs}, dict(self._changes), self._last)
 
     def _set(self, setting: str, value: float, apply: Apply) -> None:
+        """The owner first: one that refuses (raises) leaves the settings as they were."""
         current = getattr(self._settings, setting)
         typed = int(value) if isinstance(current, int) and not isinstance(current, bool) else value
-        setattr(self._settings, setting, typed)
         apply(float(typed))
+        setattr(self._settings, setting, typed)
 
     def _save(self) -> None:
         if self._file is None:
             return
         self._file.parent.mkdir(parents=True, exist_ok=True)
         temporary = self._file.with_suffix(".tmp")
-        temporary.write_text(json.dumps({name: self.value(name) for name in self._knobs}), encoding="utf-8")
+        values = self._kept | {name: self.value(name) for name in self._knobs}
+        temporary.write_text(json.dumps(values), encoding="utf-8")
         temporary.replace(self._file)  # atomic: a crash mid-write never leaves half a file
+
+
+def read_kept(file: Path | None) -> dict[str, float]:
+    """The numbers a knobs file holds ({} when there is none or it cannot be read); bounds are the reader's."""
+    if file is None or not file.exists():
+        return {}
+    try:
+        saved = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("Ignoring the knobs file %s: %s", file, exc)
+        return {}
+    if not isinstance(saved, dict):
+        return {}
+    return {k: float(v) for k, v in saved.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def unit(name: str) -> str:
+    """How a unit is written to people: bytes as MiB (what the instructor page types)."""
+    return "MiB" if name == "bytes" else name
+
+
+def amount(value: float, name: str) -> str:
+    return f"{value / 2**20:g}" if name == "bytes" else f"{value:g}"

@@ -161,7 +161,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
         )
         batcher.start()
-        knobs = knob_board(settings, limited, batcher, tickets.service, settings.knobs_file)
+        knobs = knob_board(settings, limited, batcher, tickets.service, settings.knobs_file, speed, guard)
         log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,

@@ -15,12 +15,12 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """A setting an instructor may turn for one path: its `Settings` field, its bounds, its unit."""
+    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit."""
 
     setting: str  # the Settings field (and LAB_<SETTING> in the environment)
     low: float
     high: float
-    unit: str  # "s", "reviews", "seats", "jobs", "on/off"
+    unit: str  # "s", "reviews", "seats", "jobs", "bytes", "on/off"
 
     def allows(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -101,6 +101,20 @@ PATHS: tuple[PathSpec, ...] = (
         gives_up="one_answer",
     ),
 )  # fmt: skip
+
+
+MIB = 2**20
+# The box's own knobs (no path's: every path runs on the box), turned by the same board as the paths'.
+# 0.5 s: the page's panel is pushed twice a second, so a shorter review can pass unseen, and the twin
+# costs the lab's hosts 0.6-0.7 CPU s anyway (docs/box.md: the loop would give a whole core and say so).
+# 5 s: a burst of 12 on ① then takes a minute, half of burst.py's 120 s timeout; the CPU quota (at
+# least 1 ms per 100 ms period) still slows a host 50x faster than that.
+BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s")
+# 600 MiB: above the twin server at rest (380-500 MiB, docs/box.md), so an incarnation can start at all.
+# 2 GiB: above a burst of 12 on ① (772 MiB, 1380 MiB without the arena), so its survival can be shown too,
+# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/box/knobs.py).
+BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
+BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 
 
 def spec(name: str) -> PathSpec:

@@ -82,3 +82,36 @@ def test_eight_seats_reach_an_open_student_page_and_a_burst_of_twelve(browser: B
     student.context.close()
     teacher.context.close()
     assert not errors, errors
+
+
+def test_a_new_box_target_reaches_the_student_pages_model_line_and_is_announced(
+    browser: Browser, server: LiveServer
+) -> None:
+    student = browser.new_context(locale="ko-KR").new_page()
+    errors: list[str] = []
+    student.on("pageerror", lambda exc: errors.append(str(exc)))
+    student.goto(f"{server.url}/")
+    student.wait_for_function("document.getElementById('box-panel').dataset.channel === 'websocket'")
+    target = student.locator("#box-model [data-limit=box_target_s]")
+    assert target.inner_text() == "0.5"
+
+    teacher = browser.new_context(locale="ko-KR").new_page()
+    teacher.on("pageerror", lambda exc: errors.append(str(exc)))
+    teacher.goto(f"{server.url}/instructor?token={printed_token(server)}")
+    row = teacher.locator("#knobs tr[data-setting=box_seconds_per_review]")
+    assert row.locator("td").first.inner_text() == "상자: 리뷰당 목표 (초)"
+    assert teacher.locator("#knobs tr[data-setting=memory_cap_bytes]").count() == 0  # nothing caps a bare server
+    row.locator("input").fill("1")
+    row.locator("button").click()
+    teacher.wait_for_selector("#knob-result[data-status='200']", timeout=GUARD_MS)
+
+    student.wait_for_function(
+        "document.querySelector('#box-model [data-limit=box_target_s]').textContent === '1'", timeout=GUARD_MS
+    )
+    assert "상자 리뷰당 목표(초) 0.5 → 1" in student.locator("#knob-news").inner_text()
+    student.wait_for_function("document.getElementById('box-service').textContent.includes('목표 1초')")
+    metrics = urllib.request.urlopen(f"{server.url}/metrics", timeout=10).read().decode()
+    assert "review_box_target_seconds 1.0" in metrics
+    student.context.close()
+    teacher.context.close()
+    assert not errors, errors

@@ -16,7 +16,7 @@ from app.api.predict import serve
 from app.lab import Lab
 from app.main import create_app
 from app.paths import Outcome
-from app.registry import PATHS, Knob, Load, PathSpec, routes
+from app.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, routes
 from app.schema import PredictionOut
 from app.settings import Settings
 from tests.conftest import students_burst
@@ -66,8 +66,8 @@ def test_students_burst_py_lists_the_registered_paths() -> None:
 
 def test_every_knob_is_a_setting_whose_default_is_within_its_bounds() -> None:
     defaults = Settings()
-    for path in PATHS:
-        for knob in path.knobs:
+    for knobs in (*(path.knobs for path in PATHS), BOX_KNOBS):
+        for knob in knobs:
             assert knob.setting in Settings.model_fields, knob
             assert knob.low < knob.high, knob
             assert knob.allows(float(getattr(defaults, knob.setting))), knob

@@ -58,7 +58,7 @@ async def knobs(request: Request) -> dict[str, Any]:
     responses=answers(
         INPUT_ERRORS,
         answer(403, "No instructor token, or the wrong one: nothing changed"),
-        answer(422, "No such knob, or a value outside its bounds"),
+        answer(422, "No such knob here, or a value outside its bounds (a memory cap: or under what the box uses)"),
     ),
 )
 async def turn(

@@ -44,7 +44,8 @@ class Calibration:
     achieved_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Without the target: that is the loop's (`box.speed.target_s`), one value the instructor may turn."""
+        return {k: v for k, v in asdict(self).items() if k != "target_s"}
 
 
 def quota_for(host_cpu_s: float, target_s: float) -> tuple[int, int] | None:

@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,13 @@ def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[s
     }
 
 
+def write_memory_limit(folder: Path, cap_bytes: int) -> None:
+    """The memory cgroup's cap: v1 `memory.limit_in_bytes`, v2 `memory.max` (OSError when the kernel refuses,
+    e.g. v1's EBUSY when it cannot reclaim below the new limit)."""
+    name = "memory.limit_in_bytes" if (folder / "memory.limit_in_bytes").exists() else "memory.max"
+    (folder / name).write_text(str(cap_bytes))
+
+
 def tree_rss(pid: int) -> int:
     """Resident bytes of a process and all its descendants (0 once it is gone)."""
     try:
@@ -88,10 +96,12 @@ class Watchdog:
 
     An enforcer, not a measurement: it keeps no peak (the benchmarks' one sampler is
     app/bench/measure.py's `PeakRss`, which the server side does not import).
+    `cap_now`, when given, is asked for the cap at every look (the instructor's knob, app/box/kept.py).
     """
 
-    def __init__(self, cap_bytes: int, every_s: float = 0.05) -> None:
+    def __init__(self, cap_bytes: int, every_s: float = 0.05, cap_now: Callable[[], int] | None = None) -> None:
         self.cap_bytes = cap_bytes
+        self.cap_now = cap_now
         self.every_s = every_s
         self.fired = False
         self._stop = threading.Event()
@@ -111,6 +121,8 @@ class Watchdog:
     def _run(self, pid: int) -> None:
         while not self._stop.is_set():
             rss = tree_rss(pid)
+            if self.cap_now is not None:
+                self.cap_bytes = self.cap_now()
             if rss > self.cap_bytes:
                 self.fired = True
                 log.error(
@@ -135,10 +147,12 @@ def kill_tree(pid: int) -> None:
 class MemoryEnforcer:
     """One incarnation at a time: `start(pid)` before it runs, `cause(returncode)` after it died."""
 
-    def __init__(self, mode: str, cap_bytes: int, group: BoxCgroup | None) -> None:
+    def __init__(
+        self, mode: str, cap_bytes: int, group: BoxCgroup | None, cap_now: Callable[[], int] | None = None
+    ) -> None:
         self.mode = mode
         self.group = group if mode == "cgroup" else None
-        self.watchdog = Watchdog(cap_bytes) if mode == "watchdog" else None
+        self.watchdog = Watchdog(cap_bytes, cap_now=cap_now) if mode == "watchdog" else None
         self._oom_before = 0
 
     def start(self, pid: int) -> None:

@@ -121,8 +121,10 @@ class SpeedLoop:
         self._clock = clock
         self.first_guess = first_guess
         self.changed_at = clock()
+        self.targeted_at: float | None = None  # when the instructor last set a new target (app/box/knobs.py)
         self.adjustments = 0
         self.last_measured_s: float | None = None  # the median the last judgement saw
+        self._lock = threading.Lock()  # a tick and a new target never interleave
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._apply(setting)
@@ -147,26 +149,41 @@ class SpeedLoop:
         now = self._clock() if now is None else now
         if self._probe is not None and self._meter.running == 0 and now - self._meter.last_end >= self._probe_idle_s:
             self._probe()
-        fresh = self.judged(now)
-        measured = None if fresh is None else median_solo_s(fresh, self.relative_cost)
-        if measured is None:
-            return False
-        self.last_measured_s = measured
-        s = self.setting
-        fraction = next_fraction(s.fraction, measured, s.target_s, s.min_fraction)
-        if fraction == s.fraction:
-            return False
-        self.setting = replace(s, fraction=round(fraction, 4))
-        self._apply(self.setting)
-        self.changed_at, self.adjustments = now, self.adjustments + 1
-        self._save()
+        with self._lock:
+            fresh = self.judged(now)
+            measured = None if fresh is None else median_solo_s(fresh, self.relative_cost)
+            if measured is None:
+                return False
+            self.last_measured_s = measured
+            s = self.setting
+            fraction = next_fraction(s.fraction, measured, s.target_s, s.min_fraction)
+            if fraction == s.fraction:
+                return False
+            self.setting = replace(s, fraction=round(fraction, 4))
+            self._apply(self.setting)
+            self.changed_at, self.adjustments = now, self.adjustments + 1
+            self._save()
         log.info("Box speed: reviews took %.3f s alone; CPU %.1f%% of a core now.", measured, 100 * fraction)
         return True
+
+    def retarget(self, target_s: float, min_fraction: float) -> Setting:
+        """A new target at once: the first guess scales the fraction by old/new target (a review alone costs
+        its host cost / fraction), and only reviews from now on are judged or shown as achieved."""
+        with self._lock:
+            s = self.setting
+            if target_s != s.target_s:
+                fraction = min(max(s.fraction * s.target_s / target_s, min_fraction), 1.0)
+                self.setting = replace(s, target_s=target_s, fraction=round(fraction, 4), min_fraction=min_fraction)
+                self._apply(self.setting)
+                self.changed_at = self.targeted_at = self._clock()
+                self.last_measured_s = None  # judged against the old target
+                self._save()
+            return self.setting
 
     def snapshot(self) -> dict[str, Any]:
         """The one value /api/model, /api/stats, /metrics and the page show."""
         s = self.setting
-        minute = self._meter.samples()
+        minute = self._meter.samples(since=self.targeted_at)  # the last minute, at the current target
         achieved = median_solo_s(minute, self.relative_cost)
         return {
             "target_s": s.target_s,

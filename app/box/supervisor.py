@@ -18,14 +18,16 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 import httpx
 
 from app.box.cgroups import box_name, sweep_orphans
+from app.box.kept import KeptKnobs, knobs_file
 from app.box.launch import server_argv
-from app.box.memory import MEMORY_CAP, MemoryEnforcer
+from app.box.memory import MEMORY_CAP, MemoryEnforcer, write_memory_limit
 from app.box.placement import Placement, place
 from app.box.report import summary
 from app.box.state import BoxState
@@ -78,6 +80,8 @@ class Supervisor:
     sock: socket.socket
     # The box's own folder (removed on exit): the speed loop's setting lives here between incarnations.
     state_dir: str | None = None
+    # The instructor's kept target and cap (app/box/kept.py): each incarnation starts with them.
+    kept: KeptKnobs = field(default_factory=lambda: KeptKnobs(knobs_file()))
     stopping: bool = False
     child: "subprocess.Popen[bytes] | None" = None
 
@@ -92,14 +96,33 @@ class Supervisor:
             speed_file=None if self.state_dir is None else os.path.join(self.state_dir, "speed.json"),
         )
 
-    def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":
-        env = {
+    def with_kept(self, state: BoxState) -> BoxState:
+        """The next incarnation's state with the instructor's kept cap, written into the box's memory group
+        too (empty between incarnations, so any cap within the knob's bounds is taken)."""
+        cap = self.kept.memory_cap(self.settings.memory_cap_bytes)
+        folder = self.placement.memory_dir
+        if folder is not None and cap > 0:
+            try:
+                write_memory_limit(Path(folder), cap)
+            except OSError as err:
+                log.warning("Cannot set the box's memory cap to %d bytes: %s.", cap, err.strerror or err)
+                return state
+        return state.model_copy(update={"memory_cap_bytes": max(cap, 0)})
+
+    def child_env(self, state: BoxState) -> dict[str, str]:
+        target = self.kept.target_s(self.settings.box_seconds_per_review)
+        return {
             **os.environ,
             "LAB_BOX_STATE": state.model_dump_json(),
-            "LAB_BOX_SLOW": "1" if self.settings.box_seconds_per_review > 0 else "0",
-            # The instructor's knobs outlive a restart of the server (app/knobs.py).
-            "LAB_KNOBS_FILE": os.environ.get("LAB_KNOBS_FILE", str(PROJECT_ROOT / "data" / "knobs.json")),
+            "LAB_BOX_SLOW": "1" if target > 0 else "0",
+            # The instructor's knobs outlive a restart of the server (app/knobs.py), the box's two included.
+            "LAB_KNOBS_FILE": str(self.kept.file),
+            "LAB_BOX_SECONDS_PER_REVIEW": str(target),
+            "LAB_MEMORY_CAP_BYTES": str(state.memory_cap_bytes),
         }
+
+    def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":
+        env = self.child_env(state)
         argv = [sys.executable, "-m", "app.box.launch", *self.placement.launch_args(), "--"]
         argv += server_argv(self.host, self.port, self.sock.fileno())
         # Its own session: a terminal's Ctrl-C reaches the supervisor only, which forwards it exactly once.
@@ -127,10 +150,14 @@ class Supervisor:
 
     def run(self) -> int:
         state = self.initial_state()
-        memory = MemoryEnforcer(self.placement.memory_mode, self.settings.memory_cap_bytes, self.placement.group)
+        default_cap = self.settings.memory_cap_bytes
+        memory = MemoryEnforcer(
+            self.placement.memory_mode, default_cap, self.placement.group, lambda: self.kept.memory_cap(default_cap)
+        )
         backoff = 0.0
         while True:
             started = time.monotonic()
+            state = self.with_kept(state)
             self.child = self.spawn(state)
             memory.start(self.child.pid)
             threading.Thread(target=self.announce, args=(self.child, state), name="box-announce", daemon=True).start()
@@ -157,6 +184,15 @@ class Supervisor:
             self.sock = listen(self.host, self.port)
 
 
+def with_kept_knobs(settings: Settings, kept: KeptKnobs) -> Settings:
+    """The box as the instructor last left it: kept target and cap over the environment's."""
+    update = {
+        "box_seconds_per_review": kept.target_s(settings.box_seconds_per_review),
+        "memory_cap_bytes": kept.memory_cap(settings.memory_cap_bytes),
+    }
+    return settings.model_copy(update=update)
+
+
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
     try:
@@ -167,12 +203,14 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     if settings.box_cgroups:
         for folder in sweep_orphans():
             log.info("Removed %s, left by a box that was killed.", folder)
+    kept = KeptKnobs(knobs_file())
+    settings = with_kept_knobs(settings, kept)
     slow = settings.box_seconds_per_review > 0
     placement = place(settings.cpus, slow, settings.memory_cap_bytes, box_name(os.getpid()), settings.box_cgroups)
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
     state_dir = tempfile.mkdtemp(prefix="lab-box-")
-    supervisor = Supervisor(settings, host, port, placement, sock, state_dir)
+    supervisor = Supervisor(settings, host, port, placement, sock, state_dir, kept)
     signal.signal(signal.SIGINT, supervisor.on_signal)
     signal.signal(signal.SIGTERM, supervisor.on_signal)
     try:

@@ -1,16 +1,22 @@
 // The model line under the panel and the random-weights banner, from GET /api/model.
+import { el } from "./dom.js";
 
 function setText(id, text) {
   document.getElementById(id).textContent = text;
 }
 
-/** The box's CPU, speed and memory limits as /api/model reports them (app/box), in one Korean line. */
+/** The box's CPU, speed and memory limits as /api/model reports them (app/box), in one Korean line. The
+ * target and the cap are data-limit spans: the instructor may turn them, and knobs.js writes the live values. */
 function boxLine(box) {
   const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
   // The speed changes as the loop holds it: the panel's 리뷰 속도 line shows it live, never a start-up figure.
-  const speed = box.speed ? `리뷰당 목표 ${box.speed.target_s}초 (위 리뷰 속도 줄에 실시간)` : "이 컴퓨터 속도 그대로";
-  const memory = box.memory_cap_bytes ? `메모리 상한 ${(box.memory_cap_bytes / 2 ** 30).toFixed(1)} GiB (${box.memory_mode})` : "메모리 상한 없음";
-  return `상자: ${cpus} · ${speed} · ${memory}`;
+  const speed = box.speed
+    ? ["리뷰당 목표 ", el("span", { dataset: { limit: "box_target_s" } }, String(box.speed.target_s)), "초 (위 리뷰 속도 줄에 실시간)"]
+    : ["이 컴퓨터 속도 그대로"];
+  const memory = box.memory_cap_bytes
+    ? ["메모리 상한 ", el("span", { dataset: { limit: "memory_cap_mib" } }, String(Math.round(box.memory_cap_bytes / 2 ** 20))), ` MiB (${box.memory_mode})`]
+    : ["메모리 상한 없음"];
+  return ["상자: ", cpus, " · ", ...speed, " · ", ...memory];
 }
 
 /** One shape in Korean: pairs per model call (0: the whole batch in one call), sorted by length or not. */
@@ -33,8 +39,8 @@ export async function showModel() {
   try {
     const response = await fetch("/api/model", { cache: "no-store" });
     const model = await response.json();
-    const extra = model.box ? ` · ${boxLine(model.box)}` : "";
-    setText("box-model", `모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개${extra}`);
+    const extra = model.box ? [" · ", ...boxLine(model.box)] : [];
+    document.getElementById("box-model").replaceChildren(`모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개`, ...extra);
     if (model.call_shape) {
       const shape = shapeLine(model.call_shape);
       setText("call-shape", shape.line);

@@ -93,7 +93,8 @@ async def test_eight_seats_admit_nine_of_twelve_at_once(open_lab_app: Opener) ->
         ("limited_seats", 2.5, "whole number"),
         ("batch_window_s", -0.1, "between 0 and 1"),
         ("queue_max_jobs", 0, "between 1 and 1000"),
-        ("box_seconds_per_review", 2, "No knob"),
+        ("box_seconds_per_review", 2, "host's own speed"),
+        ("memory_cap_bytes", 700 * 2**20, "nothing enforces a memory cap"),
         ("nope", 1, "No knob"),
     ],
 )

@@ -1,0 +1,113 @@
+"""The box's two knobs turned on real servers: the cap on a real box read back from its cgroup file and kept by
+the next incarnation, and the target re-targeting a slowed server's speed loop everywhere it is shown."""
+
+import asyncio
+import os
+import re
+import signal
+import statistics
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.bench.live import LiveServer, live_server, slowed
+from app.bench.measure import timing_s
+from tests.box.test_box_live import LONG_REVIEW, Box, boxed, burst, leftover_groups
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.slow
+
+MIB = 2**20
+
+
+def token(server: LiveServer) -> dict[str, str]:
+    found = re.search(r"/instructor\?token=(\S+)", server.log())
+    assert found, "the server prints the instructor page's address at start-up"
+    return {"Authorization": f"Bearer {found.group(1)}"}
+
+
+def infer_s(response: httpx.Response) -> float:
+    seconds = timing_s(response.headers.get("server-timing"), "infer")
+    assert seconds is not None, response.headers
+    return seconds
+
+
+def limit_file(box: Box) -> Path:
+    """The box's memory cgroup limit file (v1 `memory.limit_in_bytes`, v2 `memory.max`)."""
+    for folder in leftover_groups(box.process.pid):
+        for name in ("memory.limit_in_bytes", "memory.max"):
+            if (folder / name).exists():
+                return folder / name
+    raise AssertionError("the box has no memory group")
+
+
+def test_the_cap_of_a_real_box_is_its_cgroups_limit_and_the_next_incarnation_keeps_it() -> None:
+    with boxed(LAB_BOX_SECONDS_PER_REVIEW="0") as box:
+        mode = httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"]
+        if mode != "cgroup":
+            pytest.skip(f"no writable memory cgroup on this host (the box enforces its cap by: {mode})")
+        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 900 * MIB}, headers=token(box))
+        assert turned.status_code == 200, turned.text
+        assert int(limit_file(box).read_text()) == 900 * MIB
+        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 900 * MIB
+
+        server = int(Path(f"/proc/{box.process.pid}/task/{box.process.pid}/children").read_text().split()[0])
+        os.kill(server, signal.SIGKILL)
+
+        async def back() -> bool:
+            async with httpx.AsyncClient(timeout=30) as client:
+                try:
+                    return bool((await client.get(f"{box.url}/api/stats")).json()["box"]["incarnation"] == 2)
+                except (httpx.TransportError, ValueError):
+                    return False
+
+        asyncio.run(eventually(back, limit_s=120))
+        stats = httpx.get(f"{box.url}/api/stats").json()
+        model = httpx.get(f"{box.url}/api/model").json()
+        assert stats["memory"]["cap_bytes"] == model["box"]["memory_cap_bytes"] == 900 * MIB
+        assert int(limit_file(box).read_text()) == 900 * MIB
+        assert stats["knobs"]["values"]["memory_cap_bytes"] == 900 * MIB
+
+
+def test_a_new_target_reaches_the_speed_loop_and_every_view_at_once() -> None:
+    with live_server(**slowed(0.5)) as server:
+        text = "목표가 바뀐 상자"
+        reviews = [httpx.post(f"{server.url}/api/limited/predict", json={"text": f"{text} {i}"}) for i in range(3)]
+        before = httpx.get(f"{server.url}/api/model").json()["box"]["speed"]
+        turned = httpx.put(f"{server.url}/api/knobs/box_seconds_per_review", json={"value": 1.0}, headers=token(server))
+        assert turned.status_code == 200, turned.text
+        model = httpx.get(f"{server.url}/api/model").json()["box"]
+        stats = httpx.get(f"{server.url}/api/stats").json()
+        metrics = httpx.get(f"{server.url}/metrics").text
+        later = [httpx.post(f"{server.url}/api/limited/predict", json={"text": f"{text} +{i}"}) for i in range(3)]
+    assert model["speed"]["target_s"] == stats["box"]["speed"]["target_s"] == 1.0
+    assert stats["knobs"]["values"]["box_seconds_per_review"] == 1.0 and "target_s" not in model["calibration"]
+    assert "review_box_target_seconds 1.0" in metrics
+    assert 'review_knob_changes_total{knob="box_seconds_per_review"} 1.0' in metrics
+    # Burning: half the share of the core at twice the target, at once (unless the loop's own step came between).
+    if model["speed"]["adjustments"] == before["adjustments"]:
+        assert model["speed"]["cpu_fraction"] == pytest.approx(before["cpu_fraction"] / 2, abs=1e-4)
+    assert all(r.status_code == 200 for r in reviews + later)
+    ratio = statistics.median(infer_s(r) for r in later) / statistics.median(infer_s(r) for r in reviews)
+    assert ratio > 1.4  # about 2: the same review, on a CPU slowed twice as much
+
+
+def test_the_supervisors_watchdog_kills_at_the_cap_the_instructor_set() -> None:
+    """No cgroup: the new cap travels through the knobs file to the watchdog in the supervisor."""
+    with boxed(LAB_BOX_CGROUPS="0", LAB_BOX_SECONDS_PER_REVIEW="0") as box:
+        assert httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"] == "watchdog"
+        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 700 * MIB}, headers=token(box))
+        assert turned.status_code == 200, turned.text
+        burst(box.url, "naive", 12, LONG_REVIEW)  # ~2.6 GiB unboxed: over either cap
+
+        async def back() -> bool:
+            async with httpx.AsyncClient(timeout=30) as client:
+                try:
+                    return bool((await client.get(f"{box.url}/api/stats")).json()["box"]["memory_deaths"] >= 1)
+                except (httpx.TransportError, ValueError):
+                    return False
+
+        asyncio.run(eventually(back, limit_s=120))
+        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 700 * MIB  # the next one too
+    assert re.search(r"Watchdog: the box uses \d+ MiB, over its 700 MiB cap", box.log()), box.log()[-2000:]
