@@ -155,7 +155,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
         naive = NaiveRunner(scorer, guard, malloc_trim if settings.memory_trim else None)
-        holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_s=settings.limited_hold_horizon_s)
+        holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_reviews=settings.limited_hold_horizon_reviews)
         limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)
         batcher = MicroBatcher(
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s

@@ -38,8 +38,9 @@ class Settings(BaseSettings):
     # A 429 from path 2 holds a seat for its client (a Seat-Hold token) until this long after its
     # Retry-After (0 = no holds: a refusal promises nothing). Holds count as taken seats.
     limited_hold_grace_s: float = 3.0
-    # Holds are promised at most this far ahead; past it a 429 carries only its Retry-After.
-    limited_hold_horizon_s: float = 15.0
+    # Holds are promised at most this many reviews ahead (15 s on a 1 s box, and as many holds on a slower
+    # host); past it a 429 carries only its Retry-After.
+    limited_hold_horizon_reviews: int = 15
 
     # Path 3: gather for this long after the first arrival, or until this many.
     batch_window_s: float = 0.025

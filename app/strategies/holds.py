@@ -54,13 +54,14 @@ class SeatHolds:
         self,
         *,
         grace_s: float,
-        horizon_s: float,
+        horizon_reviews: int,
         limit: int = 256,
         clock: Callable[[], float] = time.monotonic,
         secret: bytes | None = None,
     ) -> None:
         self.grace_s = grace_s
-        self.horizon_s = horizon_s
+        # Counted in reviews, not seconds: the same number of holds whatever the host's speed.
+        self.horizon_reviews = horizon_reviews
         self._limit = limit
         self._clock = clock
         self._secret = secret or secrets.token_bytes(32)
@@ -79,9 +80,9 @@ class SeatHolds:
         self._expire()
         return len(self._live)
 
-    def issue(self, come_back_s: int) -> str | None:
+    def issue(self, come_back_s: int, reviews_ahead: int) -> str | None:
         """A token for a seat held from now until `come_back_s` + grace; None past the horizon or limit."""
-        if not self.enabled or come_back_s > self.horizon_s or self.live >= self._limit:
+        if not self.enabled or reviews_ahead > self.horizon_reviews or self.live >= self._limit:
             return None
         hold_id = secrets.token_urlsafe(12)
         due = self._clock() + come_back_s

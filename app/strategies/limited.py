@@ -54,7 +54,7 @@ class SeatGate:
         self._lane = lane
         self._seats = seats
         self._max_wait_s = max_wait_s
-        self.holds = holds or SeatHolds(grace_s=0.0, horizon_s=0.0)
+        self.holds = holds or SeatHolds(grace_s=0.0, horizon_reviews=0)
         self._slot = asyncio.Semaphore(1)
         self._door: deque[asyncio.Future[None]] = deque()
         self._admitted = 0
@@ -191,7 +191,7 @@ class SeatGate:
         # Seats that must free before one is this client's: the taken ones and the holds ahead, past capacity.
         ahead = max(0, self._admitted + self.holds.live - self.capacity)
         come_back = int(retry_after_header(self._lane.room.after_reviews(ahead)))
-        token = self.holds.issue(come_back)
+        token = self.holds.issue(come_back, ahead)
         if token is None:
             return BoxFull(message, come_back, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (

@@ -14,13 +14,13 @@ class Clock:
 
 
 def holds(clock: Clock, **kw: float) -> SeatHolds:
-    return SeatHolds(grace_s=kw.get("grace_s", 3.0), horizon_s=kw.get("horizon_s", 15.0), clock=clock)
+    return SeatHolds(grace_s=kw.get("grace_s", 3.0), horizon_reviews=int(kw.get("horizon_reviews", 15)), clock=clock)
 
 
 def test_a_live_token_claims_its_seat_once() -> None:
     clock = Clock()
     seats = holds(clock)
-    token = seats.issue(2)
+    token = seats.issue(2, 2)
     assert token is not None and seats.live == 1
     check, hold_id = seats.check(token)
     assert check is HoldCheck.VALID
@@ -34,10 +34,10 @@ def test_a_live_token_claims_its_seat_once() -> None:
 def test_forged_tokens_are_told_apart_from_live_ones() -> None:
     clock = Clock()
     seats = holds(clock)
-    token = seats.issue(2)
+    token = seats.issue(2, 2)
     assert token is not None
     hold_id, _, mac = token.partition(".")
-    other_box = holds(clock).issue(2)
+    other_box = holds(clock).issue(2, 2)
     assert other_box is not None
     flipped = mac[:-1] + ("A" if mac[-1] != "A" else "B")
     for forged in (f"{hold_id}.{flipped}", hold_id, "", "....", other_box, token + "x" * 100, f"{hold_id}.{mac}.x"):
@@ -49,7 +49,7 @@ def test_forged_tokens_are_told_apart_from_live_ones() -> None:
 def test_a_hold_expires_after_its_grace_window_and_counts_a_no_show() -> None:
     clock = Clock()
     seats = holds(clock, grace_s=3.0)
-    token = seats.issue(2)
+    token = seats.issue(2, 2)
     assert token is not None
     clock.now += 2 + 3 - 0.01
     assert seats.check(token)[0] is HoldCheck.VALID
@@ -62,15 +62,15 @@ def test_a_hold_expires_after_its_grace_window_and_counts_a_no_show() -> None:
 
 def test_no_hold_past_the_horizon_or_when_off() -> None:
     clock = Clock()
-    assert holds(clock, horizon_s=10.0).issue(11) is None
-    assert holds(clock, horizon_s=10.0).issue(10) is not None
-    assert holds(clock, grace_s=0.0).issue(1) is None
+    assert holds(clock, horizon_reviews=10).issue(11, 11) is None
+    assert holds(clock, horizon_reviews=10).issue(30, 10) is not None  # reviews ahead, not seconds: a slow host too
+    assert holds(clock, grace_s=0.0).issue(1, 1) is None
 
 
 def test_a_dropped_hold_frees_its_seat() -> None:
     clock = Clock()
     seats = holds(clock)
-    token = seats.issue(1)
+    token = seats.issue(1, 1)
     assert token is not None
     seats.drop(seats.check(token)[1])
     assert seats.live == 0

@@ -24,7 +24,7 @@ def clock() -> Clock:
 @pytest.fixture
 def gate(lane: InferenceLane, clock: Clock) -> SeatGate:
     """1 in flight + 1 seat; holds kept 3 s past their Retry-After, on a clock the test moves."""
-    return SeatGate(lane, seats=1, max_wait_s=HOUR, holds=SeatHolds(grace_s=3.0, horizon_s=HOUR, clock=clock))
+    return SeatGate(lane, seats=1, max_wait_s=HOUR, holds=SeatHolds(grace_s=3.0, horizon_reviews=10_000, clock=clock))
 
 
 async def fill(gate: SeatGate, scorer: GatedScorer) -> list["asyncio.Task[Outcome]"]:
