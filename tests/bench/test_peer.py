@@ -4,7 +4,7 @@ import itertools
 from dataclasses import replace
 
 from app.bench.load import Fate, LoadConfig, LoadResult, TextSource
-from app.bench.peer import scenarios
+from app.bench.peer import WINDOW_S, last_busy, scenarios
 from app.bench.peer_report import (
     INFINITY,
     LAB,
@@ -157,3 +157,23 @@ def test_infinity_targets_ask_for_as_many_served_less_memory_and_a_quick_stop() 
     assert verdicts["burst 12: served/s ≥ Infinity's, p95 ≤ Infinity's + 5 %"] is True
     assert verdicts["stops working ≤ 2 s after the last client leaves"] is True
     assert verdicts["peak memory ≤ 0.8× Infinity's"] is True  # 650 / 850 = 0.76
+
+
+def ticks(seconds: float, every_s: float, cpu_per_s: float, tick_s: float = 0.01) -> list[tuple[float, float]]:
+    """Samples every `every_s` of a process using `cpu_per_s`, its CPU time counted in whole clock ticks."""
+    n = round(seconds / every_s)
+    return [(i * every_s, (int(i * every_s * cpu_per_s / tick_s)) * tick_s) for i in range(n + 1)]
+
+
+def test_an_idle_servers_clock_ticks_do_not_count_as_work() -> None:
+    idle = ticks(10.0, 0.05, cpu_per_s=0.01)  # 1 % of a core: one 10 ms tick a second
+    assert any((c1 - c0) / (t1 - t0) > 0.10 for (t0, c0), (t1, c1) in itertools.pairwise(idle))  # pairs would say busy
+    assert last_busy(idle, since=0.0) == 0.0
+
+
+def test_work_counts_until_it_stops() -> None:
+    working = ticks(4.0, 0.05, cpu_per_s=1.0)
+    t_end, c_end = working[-1]
+    quiet = [(t_end + t, c_end + c) for t, c in ticks(6.0, 0.05, cpu_per_s=0.01)[1:]]
+    busy = last_busy(working + quiet, since=1.0)
+    assert t_end <= busy <= t_end + WINDOW_S  # within one window of the moment it stopped
