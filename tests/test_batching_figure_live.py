@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, Response
 
 from app.bench.live import LiveServer, live_server, slowed
 from app.settings import PROJECT_ROOT
-from tests.browser import browser
+from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
@@ -51,16 +51,10 @@ def server() -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1366, "height": 900}, locale="ko-KR")
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.goto(f"{server.url}/")
-    opened.check("input[name=path][value=batched]")  # ③'s note holds the figure
-    opened.wait_for_selector("#batching-curve[data-state=drawn]")
-    yield opened
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    with watched_page(browser, f"{server.url}/", 1366, 900) as opened:
+        opened.check("input[name=path][value=batched]")  # ③'s note holds the figure
+        opened.wait_for_selector("#batching-curve[data-state=drawn]")
+        yield opened
 
 
 def read(page: Page) -> dict[str, Any]:
