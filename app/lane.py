@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from app.cost import LengthCost
-from app.model import Ranking, Scorer
+from app.clock import ServiceClock
+from app.model import Ranking, Scorer, Wanted, score_each
 from app.room import Room
 from app.turn import Turn
 
@@ -21,12 +21,23 @@ class DeadlinePassed(Exception):
     """The job's deadline passed while it waited for the lane; it was never inferred."""
 
 
+# Called on the lane thread as each review of a job is scored: (index, ranking, started_at, finished_at).
+Each = Callable[[int, Ranking, float, float], None]
+
+
 @dataclass(frozen=True, slots=True)
 class LaneResult:
-    rankings: list[Ranking]
+    rankings: list[Ranking | None]  # None: left out mid-call, nobody awaited it any more
     started_at: float  # time.monotonic() when inference began
     queued_s: float  # time spent waiting for the lane itself
     infer_s: float
+
+    def ranking(self, i: int = 0) -> Ranking:
+        """Review i's ranking; only a review its own caller gave up on lacks one."""
+        ranking = self.rankings[i]
+        if ranking is None:
+            raise RuntimeError(f"review {i} was left out: its caller had gone")
+        return ranking
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,45 +61,13 @@ class _Job:
     future: "Future[LaneResult]"
     chars: int
     on_start: Callable[[], None] | None = None
+    each: Each | None = None
+    wanted: Wanted | None = None  # None: every review, unless the whole job is abandoned
+    abandoned: bool = False  # its awaiting caller was cancelled (set on the event loop, read here)
     enqueued_at: float = field(default_factory=time.monotonic)
 
-
-class ServiceClock:
-    """Measured service time, so hints (Retry-After, ETA) come from reality.
-
-    Two views: `per_review_s`, one average (EWMA) for any review, and `estimate_s`, which
-    also counts characters once the length fit (app/cost.py) can tell long from short.
-    """
-
-    def __init__(self, initial_s: float = 1.0, weight: float = 0.2, length: LengthCost | None = None) -> None:
-        self._per_review_s = initial_s
-        self._weight = weight
-        self.length = length or LengthCost()
-        self.samples = 0
-
-    def observe(self, seconds: float, reviews: int, chars: int | None = None) -> None:
-        per_review = seconds / max(reviews, 1)
-        if self.samples == 0:
-            self._per_review_s = per_review
-        else:
-            self._per_review_s += self._weight * (per_review - self._per_review_s)
-        # A process's first inference pays one-off setup: it says nothing about length.
-        if chars is not None and self.samples > 0:
-            self.length.observe(seconds, reviews, chars)
-        self.samples += 1
-
-    @property
-    def per_review_s(self) -> float:
-        return self._per_review_s
-
-    def estimate_s(self, reviews: int, chars: int) -> float:
-        """Seconds for `reviews` reviews of `chars` characters in all (0 for none)."""
-        if reviews <= 0:
-            return 0.0
-        fit = self.length.fit
-        if fit is None:
-            return self._per_review_s * reviews
-        return fit.seconds(reviews, chars)
+    def awaited(self, i: int) -> bool:
+        return not self.abandoned and (self.wanted is None or self.wanted(i))
 
 
 def text_chars(texts: Sequence[str]) -> int:
@@ -171,18 +150,27 @@ class InferenceLane:
         self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
     ) -> "Future[LaneResult]":
         """`on_start` is called on the lane thread when inference begins (never for skipped work)."""
+        return self._enqueue(texts, deadline, on_start).future
+
+    def _enqueue(self, texts: Sequence[str], deadline: float | None, on_start: Callable[[], None] | None) -> _Job:
         job = _Job(texts=texts, deadline=deadline, future=Future(), chars=text_chars(texts), on_start=on_start)
         with self._lock:
             self._pending += len(texts)
             self._pending_chars += job.chars
         self._queue.put(job)
-        return job.future
+        return job
 
     async def run(
         self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
     ) -> LaneResult:
-        """Infer on the lane; cancelling the awaiting task withdraws the job if not started."""
-        return await asyncio.wrap_future(self.submit(texts, deadline, on_start))
+        """Infer on the lane; cancelling the awaiting task withdraws the job if not started, and stops it at
+        the model's next call if it has (a streaming scorer checks between calls)."""
+        job = self._enqueue(texts, deadline, on_start)
+        try:
+            return await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            job.abandoned = True
+            raise
 
     def turn(self) -> Turn[LaneResult]:
         """A place in the FIFO whose texts are chosen when the lane reaches it (③ forms its batch then)."""
@@ -196,7 +184,7 @@ class InferenceLane:
             if isinstance(job, Turn):
                 texts = job.reached_front(self._begun)
                 if texts and job.result.set_running_or_notify_cancel():
-                    self._infer(_Job(texts, None, job.result, text_chars(texts)))
+                    self._infer(_Job(texts, None, job.result, text_chars(texts), each=job.each, wanted=job.wanted))
                 continue
             with self._lock:
                 self._pending -= len(job.texts)
@@ -231,17 +219,30 @@ class InferenceLane:
             job.future.set_exception(outcome)
 
     def _score(self, job: _Job, started: float) -> LaneResult | Exception:
+        """Each review is handed to `job.each` as soon as it is scored; reviews nobody awaits any more are left
+        out at the model's next call (only the model's own streaming can tell, so a fake answers them all)."""
+        rankings: list[Ranking | None] = [None] * len(job.texts)
         try:
             if job.on_start is not None:
                 job.on_start()
-            rankings = self._scorer.score(job.texts)
-            if len(rankings) != len(job.texts):
-                raise RuntimeError(f"scorer returned {len(rankings)} rankings for {len(job.texts)} texts")
+            for i, ranking in score_each(self._scorer, job.texts, job.awaited):
+                rankings[i] = ranking
+                if job.each is not None:
+                    job.each(i, ranking, started, time.monotonic())
+            missing = [i for i, r in enumerate(rankings) if r is None and job.awaited(i)]
+            if missing:
+                raise RuntimeError(f"scorer returned no ranking for {len(missing)} of {len(job.texts)} texts")
         except Exception as exc:  # a bad job must never kill the lane
             log.exception("inference failed")
             self.failed += 1
             return exc
         finished = time.monotonic()
-        self.clock.observe(finished - started, len(job.texts), job.chars)
-        self.completed += 1
+        scored = [t for t, r in zip(job.texts, rankings, strict=True) if r is not None]
+        if len(scored) < len(job.texts):  # partly run for nobody: no clean sample of what a review costs
+            if not scored:
+                self.skipped_gone += 1
+        else:
+            self.clock.observe(finished - started, len(job.texts), job.chars)
+        if scored:
+            self.completed += 1
         return LaneResult(rankings, started, started - job.enqueued_at, finished - started)

@@ -2,7 +2,7 @@
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,6 +67,34 @@ class Scorer(Protocol):
     def score(self, texts: Sequence[str]) -> list[Ranking]: ...
 
 
+def in_order(scored: Iterable[tuple[int, Ranking]], count: int) -> list[Ranking]:
+    """A stream of (index, ranking), every index present, as the list `score` returns."""
+    rankings: list[Ranking | None] = [None] * count
+    for i, ranking in scored:
+        rankings[i] = ranking
+    if any(r is None for r in rankings):
+        raise RuntimeError("a review was left unscored")
+    return [r for r in rankings if r is not None]
+
+
+Wanted = Callable[[int], bool]  # is review i of this call still awaited? (asked before each model call)
+
+
+def score_each(scorer: Scorer, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
+    """(index, ranking) for each review as soon as it is scored, leaving out reviews nobody awaits any more.
+
+    A scorer with its own `score_each` (RerankerModel, the box's wrappers) streams: a batch's
+    first finished review is answered while the others still run, and a review whose client left
+    stops costing pairs at the next model call. Any other scorer (a test's fake) answers at the end.
+    """
+    each: Callable[[Sequence[str], Wanted | None], Iterator[tuple[int, Ranking]]] | None
+    each = getattr(scorer, "score_each", None)
+    if each is not None:
+        yield from each(texts, wanted)
+        return
+    yield from enumerate(scorer.score(texts))
+
+
 def load_topics(path: Path) -> list[Topic]:
     return [Topic(**item) for item in json.loads(path.read_text(encoding="utf-8"))]
 
@@ -129,6 +157,14 @@ class RerankerModel:
         return len(self.tokenizer.encode(self.topics[0].query, text).ids)
 
     def score(self, texts: Sequence[str]) -> list[Ranking]:
+        return in_order(self.score_each(texts), len(texts))
+
+    def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
+        """Each review's ranking once its last pair is scored, in the order the call shape finishes them.
+
+        Sorted across a batch, a short review's pairs come first, so it is answered first; before each
+        model call the pairs of reviews `wanted` gives up on are left out (their client has gone)."""
+        n = len(self.topics)
         pairs = [(topic.query, text) for text in texts for topic in self.topics]
         encodings = self.tokenizer.encode_batch(pairs)
         lengths = [len(e.ids) for e in encodings]
@@ -136,8 +172,22 @@ class RerankerModel:
         size = shape.chunk or len(pairs)  # 0: the whole batch padded to its longest pair
         order = sorted(range(len(pairs)), key=lengths.__getitem__) if shape.sort else list(range(len(pairs)))
         logits = np.empty(len(pairs), dtype=np.float32)
-        for start in range(0, len(order), size):
-            chunk = order[start : start + size]
+        left = [n] * len(texts)  # pairs of each review not scored yet
+        dropped: set[int] = set()
+        next_pair = 0
+        while next_pair < len(order):
+            chunk: list[int] = []
+            while next_pair < len(order) and len(chunk) < size:
+                i = order[next_pair]
+                next_pair += 1
+                if i // n in dropped:
+                    continue
+                if wanted is not None and not wanted(i // n):
+                    dropped.add(i // n)
+                    continue
+                chunk.append(i)
+            if not chunk:
+                return
             width = max(lengths[i] for i in chunk)
             ids = np.full((len(chunk), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
@@ -149,8 +199,10 @@ class RerankerModel:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             (out,) = self.session.run(["logits"], feeds, self._run_options)
             logits[chunk] = out.reshape(-1)
-        n = len(self.topics)
-        return [self._rank(logits[k * n : (k + 1) * n]) for k in range(len(texts))]
+            for k in (i // n for i in chunk):
+                left[k] -= 1
+                if left[k] == 0:
+                    yield k, self._rank(logits[k * n : (k + 1) * n])
 
     def _rank(self, logits: np.ndarray) -> Ranking:
         scored = [

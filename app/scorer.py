@@ -15,7 +15,7 @@ from app.box.calibrate import slow_to_target, write_quota
 from app.box.speed import SpeedLoop
 from app.box.state import BoxState
 from app.callshape import CACHE_NAME, host_key, settle_call_shape
-from app.lane import ServiceClock
+from app.clock import ServiceClock
 from app.model import RerankerModel, Scorer, load_topics
 from app.settings import Settings
 

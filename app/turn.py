@@ -1,9 +1,11 @@
 """A place in the lane's FIFO whose work is chosen when the lane reaches it: how ③ pulls its batches."""
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from app.model import Ranking, Wanted
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -27,9 +29,19 @@ class Turn(Generic[R]):
         self.reached: Future[None] = Future()
         self.result: Future[R] = Future()
         self._texts: Future[Sequence[str]] = Future()
+        self.each: Callable[[int, Ranking, float, float], Any] | None = None
+        self.wanted: Wanted | None = None
 
-    def fill(self, texts: Sequence[str]) -> "Future[R]":
-        """Called by the owner once `reached` is done; the lane infers `texts` at once."""
+    def fill(
+        self,
+        texts: Sequence[str],
+        *,
+        each: Callable[[int, Ranking, float, float], Any] | None = None,
+        wanted: Wanted | None = None,
+    ) -> "Future[R]":
+        """Called by the owner once `reached` is done; the lane infers `texts` at once, handing each review to
+        `each` as it is scored and leaving out those `wanted` gives up on (app/lane.py's `Each`)."""
+        self.each, self.wanted = each, wanted
         self._texts.set_result(texts)
         return self.result
 

@@ -1,9 +1,9 @@
 """A fake model for deterministic concurrency tests: calls block until the test lets them go."""
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from app.model import Ranking, TopicScore
+from app.model import Ranking, TopicScore, Wanted
 
 
 def fake_ranking(text: str) -> Ranking:
@@ -54,3 +54,24 @@ class GatedScorer:
         for _ in range(n):
             if not self._entered.acquire(timeout=timeout):
                 raise TimeoutError(f"scorer was not entered {n} times")
+
+
+class StreamingScorer(GatedScorer):
+    """Streams like the real model (app/model.py's `score_each`): each review is one model call, made when
+    the test releases it, in order; `wanted` is asked just before it, as the model asks before each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left_out: list[str] = []
+
+    def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
+        with self._lock:
+            self.calls.append(list(texts))
+        self._entered.release()
+        for i, text in enumerate(texts):
+            if self._gated and not self._permits.acquire(timeout=30):  # one release, one model call
+                raise TimeoutError("test never released the scorer")
+            if wanted is not None and not wanted(i):
+                self.left_out.append(text)
+                continue
+            yield i, fake_ranking(text)

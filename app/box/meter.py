@@ -10,10 +10,10 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from app.model import Ranking, Scorer
+from app.model import Ranking, Scorer, Wanted, in_order, score_each
 
 WINDOW_S = 60.0
 
@@ -65,13 +65,20 @@ class ReviewMeter:
         return self._integral
 
     def score(self, texts: Sequence[str]) -> list[Ranking]:
+        return in_order(self.score_each(texts), len(texts))
+
+    def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
+        """The inner scorer's stream, measured from its start to its end (a call cut short is a call too)."""
         with self._lock:
             started = self._clock()
             before = self._advance(started)
             self._running += 1
         cpu0 = self._cpu()
+        completed = 0
         try:
-            return self._inner.score(texts)
+            for scored in score_each(self._inner, texts, wanted):
+                completed += 1
+                yield scored
         finally:
             cpu_s = self._cpu() - cpu0
             with self._lock:
@@ -80,7 +87,7 @@ class ReviewMeter:
                 self._running -= 1
                 self.last_end = ended
                 wall = ended - started
-                if len(texts) == 1 and wall > 0:
+                if len(texts) == 1 and completed == 1 and wall > 0:
                     company = max(shared / wall, 1.0)
                     self._samples.append(Sample(started, ended, wall / company, cpu_s, len(texts[0])))
                 self._trim(ended)

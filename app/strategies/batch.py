@@ -6,10 +6,12 @@ every batch, so that the scheduling reads on its own.
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import InferenceFailed
-from app.lane import LaneResult
+from app.lane import Each, LaneResult
+from app.model import Ranking, Wanted
 from app.paths import Outcome
 from app.tally import TallySnapshot
 
@@ -38,14 +40,38 @@ class Waiter:
     arrived: float = field(default_factory=time.monotonic)
 
 
+def hand_over(batch: list[Waiter], answered: Callable[[], None]) -> tuple[Each, Wanted]:
+    """What the lane thread calls during `batch`: `each` passes a scored member to the event loop, which
+    answers it at once (then calls `answered`); `wanted` says whether a member is still awaited (reading
+    a future's state from the lane thread is safe: a done future stays done)."""
+    loop = asyncio.get_running_loop()
+
+    def answer(waiter: Waiter, ranking: Ranking, started: float, finished: float) -> None:
+        if not waiter.future.done():
+            waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, len(batch)))
+            answered()
+
+    def each(i: int, ranking: Ranking, started: float, finished: float) -> None:
+        loop.call_soon_threadsafe(answer, batch[i], ranking, started, finished)
+
+    def wanted(i: int) -> bool:
+        return not batch[i].future.done()
+
+    return each, wanted
+
+
 def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
     if not waiter.future.done():
         waiter.future.set_exception(InferenceFailed(f"Inference failed for this review (batch of {size}): {exc}"))
 
 
 def resolve(batch: list[Waiter], result: LaneResult) -> None:
-    """Each waiter still waiting gets its ranking, its own wait and the batch's inference time."""
+    """Each waiter still waiting gets its ranking, its own wait and the batch's inference time (members are
+    usually answered one by one as they finish, batched.py's `_answer_each`; this catches any left)."""
     for w, ranking in zip(batch, result.rankings, strict=True):
-        if not w.future.done():
-            wait_s = result.started_at - w.arrived
-            w.future.set_result(Outcome(ranking, wait_s, result.infer_s, len(batch)))
+        if w.future.done():
+            continue
+        if ranking is None:  # left out because it looked gone: never leave a waiter hanging
+            fail(w, RuntimeError("left out of its batch"), len(batch))
+        else:
+            w.future.set_result(Outcome(ranking, result.started_at - w.arrived, result.infer_s, len(batch)))

@@ -11,7 +11,7 @@ from app.errors import BoxFull
 from app.lane import InferenceLane, LaneResult
 from app.paths import Outcome
 from app.registry import Load, spec
-from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
+from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, hand_over, resolve
 from app.tally import BATCH_SIZE_BUCKETS, Tally
 
 SPEC = spec("batched")
@@ -167,7 +167,10 @@ class MicroBatcher:
                 reason = "lane_free"
             batch = self._take()
             self._lane.room.changed()
-            result = turn.fill([w.text for w in batch])  # an empty batch gives the turn up
+            # An empty batch gives the turn up. Each member is answered as soon as its own pairs are scored,
+            # and one whose client left stops costing pairs at the model's next call.
+            each, wanted = hand_over(batch, self._member_answered)
+            result = turn.fill([w.text for w in batch], each=each, wanted=wanted)
             if batch:
                 await self._infer(batch, "full" if len(batch) == self._max_size else reason, result)
 
@@ -196,6 +199,9 @@ class MicroBatcher:
             else:
                 batch.append(waiter)
         return batch
+
+    def _member_answered(self) -> None:
+        self.in_flight -= 1
 
     async def _infer(self, batch: list[Waiter], reason: str, result: "Future[LaneResult]") -> None:
         """The lane started `batch` when we filled the turn: it is in flight until its result."""

@@ -134,7 +134,7 @@ class SeatGate:
         finally:
             self._admitted -= 1
             self._seat_freed()
-        return Outcome(result.rankings[0], result.started_at - arrived, result.infer_s)
+        return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
     async def _admit(self, visit: Visit | None) -> bool:
         """Seat a walk-in if a seat is free and not held, or a live token's bearer at its held seat."""

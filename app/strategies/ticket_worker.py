@@ -183,7 +183,7 @@ class TicketWorker:
             result = await self._lane.run([text], on_start=on_start)
             # The lane may have been busy with other paths: the wait ends when inference starts.
             started_at = time.time() - (time.monotonic() - result.started_at)
-            return Outcome(result.rankings[0], result.queued_s, result.infer_s)
+            return Outcome(result.ranking(0), result.queued_s, result.infer_s)
 
         outcome, _ = await self._pipeline.through_cache(SPEC.name, text, run)
         return outcome.ranking, outcome.infer_s, started_at

@@ -1,14 +1,15 @@
 """The box's speed arithmetic and its CPU burning: pure functions and one real burn."""
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from app.box.burn import BurningScorer, burn
 from app.box.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
-from app.model import Ranking
+from app.box.meter import ReviewMeter
+from app.model import Ranking, Wanted
 
 
 def test_quota_is_the_host_cost_as_a_fraction_of_the_target() -> None:
@@ -91,3 +92,34 @@ def test_the_method_is_quota_with_a_cgroup_and_burn_without_or_where_no_quota_is
     assert choose_method(0.005, 1.0, has_cgroup=True) == "burn"  # no legal quota that small
     # A slow CPU starts at a whole core, under a quota the loop may lower when the host speeds up.
     assert choose_method(2.0, 1.0, has_cgroup=True) == "quota"
+
+
+class StreamingCpuScorer(CpuScorer):
+    """CpuScorer that streams: each review's CPU, then its answer; `wanted` is asked before each review."""
+
+    def __init__(self, cpu_s: float) -> None:
+        super().__init__(cpu_s)
+        self.skipped: list[int] = []
+
+    def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
+        for i in range(len(texts)):
+            if wanted is not None and not wanted(i):
+                self.skipped.append(i)
+                continue
+            burn(self.cpu_s)
+            yield i, []
+
+
+def test_the_box_wrappers_pass_each_answer_on_as_it_comes_and_keep_the_padding_per_review() -> None:
+    """The box wraps the model (meter outside burner): a ③ member must still be answered early, and padded."""
+    inner = StreamingCpuScorer(0.01)
+    box = ReviewMeter(BurningScorer(inner, padding=3.0))
+    cpu_at: list[float] = []
+    started = time.thread_time()
+    for i, _ in box.score_each(["a", "b", "c"], lambda i: i != 1):
+        cpu_at.append(time.thread_time() - started)
+        assert i in (0, 2)
+    assert inner.skipped == [1]
+    assert len(cpu_at) == 2
+    assert cpu_at[0] >= 0.04  # one review's CPU and its padding came before the first answer
+    assert 1.5 <= cpu_at[1] / cpu_at[0] <= 3.0  # the second answer waited for the second review's, not the first's

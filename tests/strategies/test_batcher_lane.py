@@ -11,7 +11,7 @@ from app.errors import InferenceFailed
 from app.lane import InferenceLane
 from app.paths import Outcome
 from app.strategies.batched import MicroBatcher
-from tests.fakes import GatedScorer
+from tests.fakes import GatedScorer, StreamingScorer
 from tests.waiting import eventually
 
 HOUR = 3600.0  # a window no test waits out: whatever goes, went for another reason
@@ -169,7 +169,7 @@ async def test_stop_answers_whoever_is_queued_and_gives_the_lane_back(lane: Infe
     scorer.open()
     await blocker
     after = await lane.run(["다음 리뷰"])  # the lane skipped the withdrawn turn and went on
-    assert after.rankings[0][0].id == "echo:다음 리뷰"
+    assert after.ranking(0)[0].id == "echo:다음 리뷰"
     assert scorer.calls == [["다른 경로의 리뷰"], ["다음 리뷰"]]
 
 
@@ -245,3 +245,78 @@ async def test_a_turn_says_whether_the_lane_ran_other_work_before_reaching_it(
     assert behind_running.waited is True
     assert behind_skipped.waited is False  # the withdrawn job never ran
     assert scorer.calls == [["다른 경로의 리뷰"]]
+
+
+async def batch_of(
+    lane: InferenceLane, scorer: StreamingScorer, batcher: MicroBatcher, texts: list[str]
+) -> list["asyncio.Task[Outcome]"]:
+    """`texts` gathered into one batch behind another path's job, which then ends: the batch is on the model."""
+    blocker = await hold_lane(lane, scorer)
+    tasks = [asyncio.create_task(batcher.run(t)) for t in texts]
+    await holding(batcher, len(texts))
+    scorer.release()  # the other path's review
+    await blocker
+    await asyncio.to_thread(scorer.wait_entered)
+    return tasks
+
+
+async def test_a_member_is_answered_as_soon_as_it_is_scored(batchers: Batchers) -> None:
+    scorer = StreamingScorer()
+    lane = InferenceLane(scorer)
+    lane.start()
+    try:
+        batcher = batchers(lane, window_s=HOUR, max_size=8)
+        tasks = await batch_of(lane, scorer, batcher, ["첫째", "둘째", "셋째"])
+        scorer.release()  # only the first member's pairs are scored
+        first = await tasks[0]
+        assert first.ranking[0].id == "echo:첫째" and first.batch_size == 3
+        assert not tasks[1].done() and not tasks[2].done()
+        assert batcher.in_flight == 2
+        scorer.release(2)
+        rest = await asyncio.gather(*tasks[1:])
+        assert [r.ranking[0].id for r in rest] == ["echo:둘째", "echo:셋째"]
+        assert batcher.in_flight == 0
+    finally:
+        scorer.open()
+        await asyncio.to_thread(lane.stop)
+
+
+async def test_a_member_whose_client_left_costs_the_model_nothing_more(batchers: Batchers) -> None:
+    scorer = StreamingScorer()
+    lane = InferenceLane(scorer)
+    lane.start()
+    try:
+        batcher = batchers(lane, window_s=HOUR, max_size=8)
+        tasks = await batch_of(lane, scorer, batcher, ["남는 손님", "떠난 손님", "끝까지 기다린 손님"])
+        tasks[1].cancel()  # its client hung up while the batch runs
+        scorer.release(3)
+        kept = await asyncio.gather(tasks[0], tasks[2])
+        assert [r.ranking[0].id for r in kept] == ["echo:남는 손님", "echo:끝까지 기다린 손님"]
+        assert scorer.left_out == ["떠난 손님"]
+        assert lane.completed == 2  # the blocker and the batch; the batch's time is not a clean sample
+    finally:
+        scorer.open()
+        await asyncio.to_thread(lane.stop)
+
+
+async def test_a_job_abandoned_while_it_runs_stops_at_the_next_model_call() -> None:
+    """② and ④ too: cancelling `lane.run` once its inference has begun leaves the rest of it out."""
+    scorer = StreamingScorer()
+    lane = InferenceLane(scorer)
+    lane.start()
+    try:
+        job = asyncio.create_task(lane.run(["떠난 손님의 리뷰", "같은 요청의 둘째 리뷰"]))
+        await asyncio.to_thread(scorer.wait_entered)  # begun: withdrawing it from the FIFO is too late
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        scorer.release(2)
+        nxt = lane.submit(["다음 손님"])
+        scorer.release()
+        after = await asyncio.wrap_future(nxt)
+        assert after.ranking(0)[0].id == "echo:다음 손님"
+        assert scorer.left_out == ["떠난 손님의 리뷰", "같은 요청의 둘째 리뷰"]
+        assert (lane.skipped_gone, lane.completed) == (1, 1)
+    finally:
+        scorer.open()
+        await asyncio.to_thread(lane.stop)
