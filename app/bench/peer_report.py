@@ -31,7 +31,7 @@ class Row:
     not_served: int  # timeouts, transport errors, non-2xx: anything but an answer
     not_served_by: dict[str, int]  # the client's category for each of those
     mean_batch: float | None  # per request: the size of the batch each served request rode
-    served_per_s: float  # answers per second, from the first request due to the last answer
+    served_per_s: float  # answers per second over the window answers could arrive in (row_of says which)
     p50_s: float | None
     p95_s: float | None
     peak_rss_mb: float
@@ -41,6 +41,20 @@ class Row:
     # Seconds the server's processes kept using CPU after the last client left (open 2× only).
     busy_after_s: float | None = None
     died: str | None = None  # the server stopped answering while its health check said OK
+
+
+def answer_window(result: LoadResult) -> float:
+    """Seconds from the first request due to the end of the window in which its answers count.
+
+    Without a client timeout: to the last answer (see row_of). With one: to the last request's due
+    time plus the timeout, the same for every server on the same schedule. Ending at the last answer
+    instead rewarded a server for giving up: on a 2× stream Infinity's last answer in time came at
+    52.7 s and nobody after it was served, so its 94 answers read as 1.78/s, as many per second as the
+    lab's 160 answers ending at 89 s (2026-12-01 23:40, twin)."""
+    ok = [o for o in result.outcomes if o.category == "ok"]
+    if result.config.timeout_s > 0 and result.outcomes:
+        return max(o.due_at for o in result.outcomes) + result.config.timeout_s
+    return max((o.due_at + o.latency_s for o in ok), default=0.0)
 
 
 def row_of(
@@ -55,7 +69,7 @@ def row_of(
 ) -> Row:
     """`batch_sizes`: LitServe's own log of its batches; the lab's come from X-Batch-Size.
 
-    served/s runs to the last answer, for bursts and open loops alike: counting only answers
+    Without a client timeout, served/s runs to the last answer, for bursts and open loops alike: counting only answers
     inside the sending window moves in steps of one batch (8 answers in 60 s is 0.13/s, 10 %),
     which made a one-batch phase shift look like a 10 % gap.
     """
@@ -65,7 +79,7 @@ def row_of(
         mean_batch: float | None = sum(n * n for n in batch_sizes) / sum(batch_sizes)  # per request (Σn²/Σn)
     else:
         mean_batch = sum(o.batch_size or 1 for o in ok) / len(ok) if ok else None
-    span = max((o.due_at + o.latency_s for o in ok), default=0.0)
+    span = answer_window(result)
     return Row(
         server=server,
         scenario=scenario,

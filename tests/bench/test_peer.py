@@ -61,6 +61,20 @@ def test_served_per_second_runs_to_the_last_answer_not_to_the_end_of_the_window(
     assert row.served_per_s == round(4 / 70.0, 3)
 
 
+def test_with_a_client_timeout_served_per_second_counts_over_the_same_window_for_every_server() -> None:
+    """Due over 60 s, a 30 s timeout: any answer counts until 90 s, so a server that answers nobody in time after
+    50 s is not rated over 50 s (it would look as fast as one that kept serving until the window ended)."""
+    config = LoadConfig(url="", path="", mode="open", rate=1.0, duration_s=60.0, timeout_s=30.0)
+    gave_up = [Fate(float(d), 1.0, "ok", 200) for d in range(0, 50)] + [
+        Fate(float(d), 30.0, "client_timeout") for d in range(50, 60)
+    ]
+    kept_on = [Fate(float(d), 29.0, "ok", 200) for d in range(0, 60)]
+    early = row_of(INFINITY, "open 2×", 1, LoadResult(config, "", gave_up), [], 0)
+    late = row_of(LAB, "open 2×", 1, LoadResult(config, "", kept_on), [], 0)
+    assert early.served_per_s == round(50 / 89.0, 3)  # the last request was due at 59 s
+    assert late.served_per_s == round(60 / 89.0, 3)
+
+
 def test_mean_batch_is_per_request_from_the_headers_or_from_the_peer_log() -> None:
     lab = row_of(LAB, "burst 12", 1, load_result([1.0] * 9, [8] * 8 + [1]), [], 0)
     peer = row_of(PEER, "burst 12", 1, load_result([1.0] * 9), [8, 1], 0)
