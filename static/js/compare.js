@@ -61,8 +61,8 @@ const GAVE_UP = {
   },
   own_pace(burst, s) {
     return (
-      `포기한 것: 각자의 빠른 답. 묶음(평균 ${s.meanBatch == null ? "–" : s.meanBatch.toFixed(1)}개) 안의 모두가 ` +
-      `묶음 전체가 끝날 때까지 기다림, p50 ${fmtMs(s.p50Ms)}`
+      `포기한 것: 각자의 빠른 답. 묶음(평균 ${s.meanBatch == null ? "–" : s.meanBatch.toFixed(1)}개)이 모여 출발하고, ` +
+      `묶음 안에서는 짧은 리뷰부터 끝나는 대로 답하므로 긴 리뷰는 묶음 끝까지 기다림, p50 ${fmtMs(s.p50Ms)}`
     );
   },
   one_answer(burst, s) {
