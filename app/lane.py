@@ -227,7 +227,10 @@ class InferenceLane:
                 job.on_start()
             for i, ranking in score_each(self._scorer, job.texts, job.awaited):
                 rankings[i] = ranking
-                if job.each is not None:
+                # The last awaited review goes out with the result, once the lane is idle (_infer): whoever it
+                # tells, and sends the next request, must see the lane free, as a whole job's caller does.
+                more = any(r is None and job.awaited(j) for j, r in enumerate(rankings))
+                if job.each is not None and more:
                     job.each(i, ranking, started, time.monotonic())
             missing = [i for i, r in enumerate(rankings) if r is None and job.awaited(i)]
             if missing:

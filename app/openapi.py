@@ -18,6 +18,10 @@ HEADERS: dict[str, dict[str, Any]] = {
     },
     "X-Cache": {"description": "`hit` (answered from the result cache) or `miss`.", "schema": {"type": "string"}},
     "X-Batch-Size": {"description": "Reviews inferred together in this batch (③).", "schema": {"type": "integer"}},
+    "X-Batch-Id": {
+        "description": "Which batch (③, counted from the lab's start): answers with the same id rode together.",
+        "schema": {"type": "integer"},
+    },
     "Retry-After": {
         "description": "Whole seconds until there is likely room, from measured service time.",
         "schema": {"type": "integer"},

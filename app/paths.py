@@ -16,12 +16,14 @@ from app.tally import INFERENCE_BUCKETS, WAIT_BUCKETS, Tally, TallySnapshot
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One review's answer from a path: `wait_s` until its inference started, `infer_s` the call."""
+    """One review's answer from a path: `wait_s` until its inference started, `infer_s` until its own answer
+    (in a ③ batch, each member's pairs finish at their own moment)."""
 
     ranking: Ranking
     wait_s: float
     infer_s: float
     batch_size: int | None = None
+    batch_id: int | None = None  # ③'s count of batches: answers with the same id rode together
 
 
 class DirectPath(Protocol):

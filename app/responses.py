@@ -21,6 +21,7 @@ def prediction_body(path: str, outcome: Outcome, *, cache_hit: bool) -> Predicti
         wait_ms=round(outcome.wait_s * 1000, 1),
         inference_ms=round(outcome.infer_s * 1000, 1),
         batch_size=outcome.batch_size,
+        batch_id=outcome.batch_id,
         cache="hit" if cache_hit else "miss",
     )
 
@@ -32,4 +33,6 @@ def prediction_headers(outcome: Outcome, *, cache_hit: bool) -> dict[str, str]:
     }
     if outcome.batch_size is not None:
         headers["X-Batch-Size"] = str(outcome.batch_size)
+    if outcome.batch_id is not None:
+        headers["X-Batch-Id"] = str(outcome.batch_id)
     return headers

@@ -109,8 +109,12 @@ class PredictionOut(BaseModel):
     topics: list[TopicOut] = Field(description="All topics, best first.")
     top: TopicOut
     wait_ms: float = Field(description="From arrival to the start of inference (0 on a cache hit)")
-    inference_ms: float = Field(description="The model call (0 on a cache hit)")
+    inference_ms: float = Field(
+        description="From the start of inference to this review's answer (0 on a cache hit); in a ③ batch each "
+        "member is answered when its own pairs are scored"
+    )
     batch_size: int | None = Field(None, description="Reviews in the batch (③ only; null elsewhere)")
+    batch_id: int | None = Field(None, description="Which batch (③ only): answers with the same id rode together")
     cache: str = Field(description="hit or miss")
 
 

@@ -60,9 +60,10 @@ class StreamingScorer(GatedScorer):
     """Streams like the real model (app/model.py's `score_each`): each review is one model call, made when
     the test releases it, in order; `wanted` is asked just before it, as the model asks before each call."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tail: bool = False) -> None:
         super().__init__()
         self.left_out: list[str] = []
+        self._tail = tail  # after a batch's last review the call waits for one more release (its last bookkeeping)
 
     def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
         with self._lock:
@@ -75,3 +76,5 @@ class StreamingScorer(GatedScorer):
                 self.left_out.append(text)
                 continue
             yield i, fake_ranking(text)
+        if self._tail and len(texts) > 1 and self._gated and not self._permits.acquire(timeout=30):
+            raise TimeoutError("test never released the scorer's tail")

@@ -1,6 +1,7 @@
 """Paths 1-3: the same review, scored three ways, through one `serve`."""
 
 import time
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response
@@ -36,7 +37,7 @@ async def serve(path: DirectPath, text: str, request: Request, response: Respons
 
     outcome, hit = await pipeline.through_cache(path.name, text, run)
     if not hit:
-        outcome = Outcome(outcome.ranking, outcome.wait_s + handed_over - arrived, outcome.infer_s, outcome.batch_size)
+        outcome = replace(outcome, wait_s=outcome.wait_s + handed_over - arrived)
         pipeline.waited(path.name, outcome.wait_s)
     response.headers.update(prediction_headers(outcome, cache_hit=hit))
     return prediction_body(path.name, outcome, cache_hit=hit)
@@ -98,7 +99,7 @@ async def predict_limited(
     "/batched/predict",
     response_model=PredictionOut,
     responses=answers(
-        answer(200, "Scored", *PREDICTION_HEADERS, "X-Batch-Size"),
+        answer(200, "Scored", *PREDICTION_HEADERS, "X-Batch-Size", "X-Batch-Id"),
         INPUT_ERRORS,
         answer(429, "Predicted wait over LAB_BATCH_MAX_WAIT_S; see Retry-After", "Retry-After"),
         answer(503, "The model failed on the batch"),

@@ -40,7 +40,7 @@ class Waiter:
     arrived: float = field(default_factory=time.monotonic)
 
 
-def hand_over(batch: list[Waiter], answered: Callable[[], None]) -> tuple[Each, Wanted]:
+def hand_over(batch: list[Waiter], number: int, answered: Callable[[], None]) -> tuple[Each, Wanted]:
     """What the lane thread calls during `batch`: `each` passes a scored member to the event loop, which
     answers it at once (then calls `answered`); `wanted` says whether a member is still awaited (reading
     a future's state from the lane thread is safe: a done future stays done)."""
@@ -48,7 +48,7 @@ def hand_over(batch: list[Waiter], answered: Callable[[], None]) -> tuple[Each, 
 
     def answer(waiter: Waiter, ranking: Ranking, started: float, finished: float) -> None:
         if not waiter.future.done():
-            waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, len(batch)))
+            waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, len(batch), number))
             answered()
 
     def each(i: int, ranking: Ranking, started: float, finished: float) -> None:
@@ -65,7 +65,7 @@ def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
         waiter.future.set_exception(InferenceFailed(f"Inference failed for this review (batch of {size}): {exc}"))
 
 
-def resolve(batch: list[Waiter], result: LaneResult) -> None:
+def resolve(batch: list[Waiter], result: LaneResult, number: int | None = None) -> None:
     """Each waiter still waiting gets its ranking, its own wait and the batch's inference time (members are
     usually answered one by one as they finish, batched.py's `_answer_each`; this catches any left)."""
     for w, ranking in zip(batch, result.rankings, strict=True):
@@ -74,4 +74,4 @@ def resolve(batch: list[Waiter], result: LaneResult) -> None:
         if ranking is None:  # left out because it looked gone: never leave a waiter hanging
             fail(w, RuntimeError("left out of its batch"), len(batch))
         else:
-            w.future.set_result(Outcome(ranking, result.started_at - w.arrived, result.infer_s, len(batch)))
+            w.future.set_result(Outcome(ranking, result.started_at - w.arrived, result.infer_s, len(batch), number))

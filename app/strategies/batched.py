@@ -59,6 +59,7 @@ class MicroBatcher:
         self.in_flight = 0  # reviews of the batch the lane is inferring now
         self.last_batch_size = 0
         self.skipped_gone = 0
+        self._numbered = 0  # batches handed to the lane: each answer says which one it rode (X-Batch-Id)
         self._closed = dict.fromkeys(BATCH_CLOSE_REASONS, 0)
         self._sizes = Tally(BATCH_SIZE_BUCKETS)
         self._refused = {"queue_too_long": 0}
@@ -169,7 +170,9 @@ class MicroBatcher:
             self._lane.room.changed()
             # An empty batch gives the turn up. Each member is answered as soon as its own pairs are scored,
             # and one whose client left stops costing pairs at the model's next call.
-            each, wanted = hand_over(batch, self._member_answered)
+            if batch:
+                self._numbered += 1
+            each, wanted = hand_over(batch, self._numbered, self._member_answered)
             result = turn.fill([w.text for w in batch], each=each, wanted=wanted)
             if batch:
                 await self._infer(batch, "full" if len(batch) == self._max_size else reason, result)
@@ -221,7 +224,7 @@ class MicroBatcher:
         finally:
             self.in_flight = 0
         self.last_batch_size = len(batch)
-        resolve(batch, done)
+        resolve(batch, done, self._numbered)
 
     async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
         """A batch failed: score each member alone, so only the text that fails gets an error."""

@@ -35,18 +35,21 @@ export function batches(burst) {
 }
 
 /**
- * One point per batch the student's ③ burst saw: every answer of one batch carries the same batch size
- * and the same inference time, so answers are grouped by the two. Cache hits and failures are not batches.
+ * The student's ③ batches, by X-Batch-Id. Each member is answered when its own pairs are done, so a batch's
+ * time is its last member's inference time, known only if the student saw every member: `points` are those
+ * batches ({n, seconds, count: 1}); `partial` counts batches shared with other clients (not drawn).
+ * Cache hits and failures are not batches.
  */
 export function studentBatches(burst) {
-  if (!batches(burst)) return [];
+  if (!batches(burst)) return { points: [], partial: 0 };
   const groups = new Map();
   for (const row of burst.rows) {
-    if (row.status !== 200 || !row.batchSize || row.inferMs === null || row.inferMs === undefined || row.cache === "hit") continue;
-    const key = `${row.batchSize}|${row.inferMs.toFixed(1)}`;
-    const group = groups.get(key) || { n: row.batchSize, seconds: row.inferMs / 1000, answers: 0 };
+    if (row.status !== 200 || !row.batchSize || row.batchId == null || row.inferMs == null || row.cache === "hit") continue;
+    const group = groups.get(row.batchId) || { n: row.batchSize, ms: 0, answers: 0 };
     group.answers += 1;
-    groups.set(key, group);
+    group.ms = Math.max(group.ms, row.inferMs);
+    groups.set(row.batchId, group);
   }
-  return [...groups.values()].map((g) => ({ n: g.n, seconds: g.seconds, count: Math.max(1, Math.round(g.answers / g.n)) }));
+  const whole = [...groups.values()].filter((g) => g.answers === g.n);
+  return { points: whole.map((g) => ({ n: g.n, seconds: g.ms / 1000, count: 1 })), partial: groups.size - whole.length };
 }

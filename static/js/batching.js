@@ -47,7 +47,7 @@ function render() {
   const { data, speed } = state;
   if (!data) return;
   const scale = boxScale(data.reference, speed);
-  const student = studentBatches(state.burst);
+  const { points: student, partial } = studentBatches(state.burst);
   const plots = figure().querySelector(".curve-plots");
   const legend = figure().querySelector(".curve-legend");
   plots.replaceChildren();
@@ -75,9 +75,10 @@ function render() {
       `(${scale.measured ? "최근 1분 동안 잰 중간값" : "목표값"})이므로 측정값을 모두 ×${Number(scale.factor.toPrecision(3))} 했습니다. ` +
       "상자는 코어를 쓰는 몫을 줄여 느려지므로 두 모델 모두 같은 비율로 느려진다고 본 값이며, 상자 안에서 직접 잰 값은 아닙니다.");
   const batches = student.reduce((sum, p) => sum + p.count, 0);
-  setText(".curve-student small", student.length
-    ? `빨간 네모: 내 ③ 발사의 묶음 ${batches}개 (응답의 묶음 크기와 추론 시간, 상자에서 잰 그대로).`
-    : "③으로 발사하면 내 묶음(묶음 크기와 잰 추론 시간)이 트윈 그림에 빨간 네모로 찍힙니다.");
+  const shared = partial ? ` 다른 손님과 섞여 끝까지 보지 못한 묶음 ${partial}개는 찍지 않았습니다.` : "";
+  setText(".curve-student small", student.length || partial
+    ? `빨간 네모: 내 ③ 발사의 묶음 ${batches}개 (묶음 크기와, 묶음의 마지막 답까지 상자에서 잰 추론 시간).${shared}`
+    : "③으로 발사하면 내 묶음(묶음 크기와 마지막 답까지 잰 추론 시간)이 트윈 그림에 빨간 네모로 찍힙니다.");
   const load = data.load;
   setText(".curve-measured small", `측정: ${data.date} ${data.time_utc}(협정 세계시), ${data.host_ko}, 코어 ${data.core}번 하나에 고정, ` +
     `추론 스레드 1개, 부하 평균 시작 ${load.start.map((v) => v.toFixed(1)).join("/")} · 끝 ${load.end.map((v) => v.toFixed(1)).join("/")}` +

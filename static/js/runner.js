@@ -133,6 +133,8 @@ async function fireAttempt(path, row, url, t0, changed, tickets, boxDeaths, hold
   row.cache = response.headers.get("X-Cache");
   const batch = response.headers.get("X-Batch-Size");
   row.batchSize = batch === null ? null : Number(batch);
+  const batchId = response.headers.get("X-Batch-Id");
+  row.batchId = batchId === null ? null : Number(batchId);
   row.error = body && body.error ? body.error : null;
   applyTiming(row, parseServerTiming(response.headers.get("Server-Timing")));
   if (body && body.top) row.top = body.top.label;
