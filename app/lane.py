@@ -219,16 +219,14 @@ class InferenceLane:
             job.future.set_exception(outcome)
 
     def _score(self, job: _Job, started: float) -> LaneResult | Exception:
-        """Each review is handed to `job.each` as soon as it is scored; reviews nobody awaits any more are left
-        out at the model's next call (only the model's own streaming can tell, so a fake answers them all)."""
+        """Each review goes to `job.each` once scored, but the last, which goes out with the result once the lane is
+        idle (so its caller, sending again, finds the lane free); those nobody awaits are left out at the next call."""
         rankings: list[Ranking | None] = [None] * len(job.texts)
         try:
             if job.on_start is not None:
                 job.on_start()
             for i, ranking in score_each(self._scorer, job.texts, job.awaited):
                 rankings[i] = ranking
-                # The last awaited review goes out with the result, once the lane is idle (_infer): whoever it
-                # tells, and sends the next request, must see the lane free, as a whole job's caller does.
                 more = any(r is None and job.awaited(j) for j, r in enumerate(rankings))
                 if job.each is not None and more:
                     job.each(i, ranking, started, time.monotonic())
