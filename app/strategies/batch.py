@@ -66,8 +66,8 @@ def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
 
 
 def resolve(batch: list[Waiter], result: LaneResult, number: int | None = None) -> None:
-    """Each waiter still waiting gets its ranking, its own wait and the batch's inference time (members are
-    usually answered one by one as they finish, batched.py's `_answer_each`; this catches any left)."""
+    """Each waiter still waiting gets its ranking, its own wait and the batch's inference time: the last member,
+    and any whose answer `hand_over` has not delivered yet (the others were answered as they finished)."""
     for w, ranking in zip(batch, result.rankings, strict=True):
         if w.future.done():
             continue

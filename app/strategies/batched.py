@@ -175,7 +175,7 @@ class MicroBatcher:
             each, wanted = hand_over(batch, self._numbered, self._member_answered)
             result = turn.fill([w.text for w in batch], each=each, wanted=wanted)
             if batch:
-                await self._infer(batch, "full" if len(batch) == self._max_size else reason, result)
+                await self._infer(batch, "full" if len(batch) == self._max_size else reason, result, self._numbered)
 
     async def _until(self, ready: Callable[[], bool], deadline: float | None = None) -> bool:
         """Wait on arrivals until `ready()`; False if the monotonic `deadline` passed first."""
@@ -206,7 +206,7 @@ class MicroBatcher:
     def _member_answered(self) -> None:
         self.in_flight -= 1
 
-    async def _infer(self, batch: list[Waiter], reason: str, result: "Future[LaneResult]") -> None:
+    async def _infer(self, batch: list[Waiter], reason: str, result: "Future[LaneResult]", number: int) -> None:
         """The lane started `batch` when we filled the turn: it is in flight until its result."""
         self._closed[reason] += 1
         self._sizes.observe(len(batch))
@@ -224,7 +224,7 @@ class MicroBatcher:
         finally:
             self.in_flight = 0
         self.last_batch_size = len(batch)
-        resolve(batch, done, self._numbered)
+        resolve(batch, done, number)
 
     async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
         """A batch failed: score each member alone, so only the text that fails gets an error."""
