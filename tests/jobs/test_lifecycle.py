@@ -1,6 +1,7 @@
 """A ticket's whole life through the HTTP API, on every store: cancel, expire, retry, idempotency, events."""
 
 import asyncio
+import itertools
 import json
 import threading
 from collections.abc import Sequence
@@ -194,7 +195,10 @@ async def test_events_stream_follows_a_job_to_done_then_closes(lab_client: LabCl
     events = parse_events(response.text)
     order = ["queued", "running", "done"]
     statuses = [event["status"] for event in events]
-    assert statuses == sorted(statuses, key=order.index) and len(set(statuses)) == len(statuses)
+    assert statuses == sorted(statuses, key=order.index)
+    # Only changes are sent: a status may repeat when the position or the promise moved (seen in CI: queued at
+    # position 1, then at 0 once the job ahead was done, before the worker started this one), never unchanged.
+    assert all(before != after for before, after in itertools.pairwise(events))
     assert events[-1] == final and final["status"] == "done"
     assert ahead["status"] == "queued"
     assert missing.status_code == 404
