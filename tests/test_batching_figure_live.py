@@ -125,3 +125,20 @@ def test_a_batched_burst_puts_the_students_batches_on_the_twins_axes(page: Page)
     assert all(len(rows) == rows[0][0] for rows in by_batch.values())  # alone on the box: every batch seen whole
     assert sum(n for n, _ in marks) == 12
     assert "빨간 네모" in page.inner_text("#batching-curve .curve-student")
+
+
+def test_in_class_a_batch_shared_with_other_students_is_counted_not_drawn(page: Page) -> None:
+    """Members are answered as their own pairs finish, so a batch's time is its last member's: a student who saw
+    only some members of a batch (the rest were classmates') cannot know it, and the figure must not guess."""
+    row = {"status": 200, "cache": "miss"}
+    burst = {
+        "path": "batched",
+        "rows": [
+            {**row, "batchId": 7, "batchSize": 2, "inferMs": 410.0},
+            {**row, "batchId": 7, "batchSize": 2, "inferMs": 820.0},  # the whole batch of 2, its last at 820 ms
+            {**row, "batchId": 8, "batchSize": 3, "inferMs": 300.0},  # one of three: the others went to classmates
+            {**row, "batchId": 9, "batchSize": 1, "inferMs": 500.0, "cache": "hit"},  # a cache hit is no batch
+        ],
+    }
+    seen = page.evaluate("async (burst) => (await import('/static/js/batchdata.js')).studentBatches(burst)", burst)
+    assert seen == {"points": [{"n": 2, "seconds": 0.82, "count": 1}], "partial": 1}
