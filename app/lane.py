@@ -12,17 +12,13 @@ from dataclasses import dataclass, field
 from app.clock import ServiceClock
 from app.model import Ranking, Scorer, Wanted, score_each
 from app.room import Room
-from app.turn import Turn
+from app.turn import Each, Turn
 
 log = logging.getLogger(__name__)
 
 
 class DeadlinePassed(Exception):
     """The job's deadline passed while it waited for the lane; it was never inferred."""
-
-
-# Called on the lane thread as each review of a job is scored: (index, ranking, started_at, finished_at).
-Each = Callable[[int, Ranking, float, float], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +223,7 @@ class InferenceLane:
                 job.on_start()
             for i, ranking in score_each(self._scorer, job.texts, job.awaited):
                 rankings[i] = ranking
-                more = any(r is None and job.awaited(j) for j, r in enumerate(rankings))
-                if job.each is not None and more:
+                if job.each is not None and any(r is None and job.awaited(j) for j, r in enumerate(rankings)):
                     job.each(i, ranking, started, time.monotonic())
             missing = [i for i, r in enumerate(rankings) if r is None and job.awaited(i)]
             if missing:

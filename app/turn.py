@@ -3,12 +3,14 @@
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from app.model import Ranking, Wanted
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+# Called on the lane thread as each review of a job is scored: (index, ranking, started_at, finished_at).
+Each = Callable[[int, Ranking, float, float], None]
 FILL_GUARD_S = 60.0  # an owner that never fills its turn must not hold the lane for ever
 
 
@@ -29,18 +31,18 @@ class Turn(Generic[R]):
         self.reached: Future[None] = Future()
         self.result: Future[R] = Future()
         self._texts: Future[Sequence[str]] = Future()
-        self.each: Callable[[int, Ranking, float, float], Any] | None = None
+        self.each: Each | None = None
         self.wanted: Wanted | None = None
 
     def fill(
         self,
         texts: Sequence[str],
         *,
-        each: Callable[[int, Ranking, float, float], Any] | None = None,
+        each: Each | None = None,
         wanted: Wanted | None = None,
     ) -> "Future[R]":
         """Called by the owner once `reached` is done; the lane infers `texts` at once, handing each review to
-        `each` as it is scored and leaving out those `wanted` gives up on (app/lane.py's `Each`)."""
+        `each` as it is scored and leaving out those `wanted` gives up on."""
         self.each, self.wanted = each, wanted
         self._texts.set_result(texts)
         return self.result

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import InferenceFailed
-from app.lane import Each, LaneResult
+from app.lane import LaneResult
 from app.model import Ranking, Wanted
 from app.paths import Outcome
 from app.tally import TallySnapshot
+from app.turn import Each
 
 # Why a batch went to the lane: it filled up, its window ended, or the lane came free for it.
 # The collector exports each at 0 from the start (app/metrics.py's catalogue names the metric).
