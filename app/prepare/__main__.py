@@ -1,6 +1,7 @@
 """`python -m app.prepare real|twin|tiny`: builds the model folders the server and tests load."""
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -34,11 +35,34 @@ def real(args: argparse.Namespace) -> None:
 
 
 def twin(args: argparse.Namespace) -> None:
-    from app.prepare.tokenizer import train_tokenizer
+    from app.prepare.tokenizer import XLMR_PIECES, train_tokenizer
     from app.prepare.twin import base_config
 
     name = "bge-reranker-base (offline twin, random weights)"
-    build_random(base_config(), train_tokenizer(), args.out, seed=args.seed, name=name)
+    tokenizer = train_tokenizer(pieces=XLMR_PIECES)
+    build_random(base_config(), tokenizer, args.out, seed=args.seed, name=name, description=twin_description())
+
+
+def twin_tokenizer(args: argparse.Namespace) -> None:
+    """A twin built before its vocabulary had XLM-R's size gets the new tokenizer; its model stays."""
+    from app.prepare.manifest import describe_tokenizer
+    from app.prepare.tokenizer import XLMR_PIECES, save_tokenizer, train_tokenizer
+
+    manifest_file = args.out / "manifest.json"
+    if not manifest_file.exists():
+        raise PrepareError(f"no twin in {args.out}: run `just twin`")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="lab-tokenizer-") as tmp:
+        save_tokenizer(train_tokenizer(pieces=XLMR_PIECES), Path(tmp))
+        os.replace(Path(tmp) / "tokenizer.json", args.out / "tokenizer.json")
+    manifest["tokenizer"] = describe_tokenizer(args.out, twin_description())
+    manifest_file.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def twin_description() -> str:
+    from app.prepare.tokenizer import DESCRIPTION, XLMR_DESCRIPTION
+
+    return DESCRIPTION + XLMR_DESCRIPTION
 
 
 def tiny(args: argparse.Namespace) -> None:
@@ -50,7 +74,9 @@ def tiny(args: argparse.Namespace) -> None:
     build_random(config, tokenizer, args.out, seed=TINY_SEED, name="tiny test reranker (random weights)")
 
 
-def build_random(config: "XLMRobertaConfig", tokenizer: "Tokenizer", out: Path, *, seed: int, name: str) -> None:
+def build_random(
+    config: "XLMRobertaConfig", tokenizer: "Tokenizer", out: Path, *, seed: int, name: str, description: str = ""
+) -> None:
     """A seeded random checkpoint saved like a snapshot, then taken down the real model's path."""
     from app.prepare.build import build_model_folder
     from app.prepare.manifest import Identity
@@ -62,7 +88,8 @@ def build_random(config: "XLMRobertaConfig", tokenizer: "Tokenizer", out: Path, 
         save_random_checkpoint(config, checkpoint, seed=seed)
         save_tokenizer(tokenizer, checkpoint)
         source = f"random init of the XLM-RoBERTa config below, torch seed {seed}"
-        build_model_folder(checkpoint, out, Identity(name=name, source=source, weights="random", tokenizer=DESCRIPTION))
+        identity = Identity(name=name, source=source, weights="random", tokenizer=description or DESCRIPTION)
+        build_model_folder(checkpoint, out, identity)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -84,6 +111,10 @@ def parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", type=Path, default=TWIN_MODEL_DIR, help="default: %(default)s")
     cmd.add_argument("--seed", type=int, default=0, help="torch seed for the weights (default: %(default)s)")
     cmd.set_defaults(run=twin)
+
+    cmd = commands.add_parser("twin-tokenizer", help="give an existing twin the tokenizer with XLM-R's 250,002 pieces")
+    cmd.add_argument("--out", type=Path, default=TWIN_MODEL_DIR, help="default: %(default)s")
+    cmd.set_defaults(run=twin_tokenizer)
 
     cmd = commands.add_parser("tiny", help="a tiny random reranker for tests (committed, under 2 MB)")
     cmd.add_argument("--out", type=Path, default=TINY_MODEL_DIR, help="default: %(default)s")

@@ -41,10 +41,14 @@ def architecture(checkpoint: Path) -> dict[str, int]:
     }
 
 
+def describe_tokenizer(folder: Path, description: str) -> str:
+    """Where the tokenizer comes from and how many pieces it holds (what its memory depends on)."""
+    return f"{description} ({Tokenizer.from_file(str(folder / 'tokenizer.json')).get_vocab_size()} tokens)"
+
+
 def write_manifest(folder: Path, identity: Identity, *, checkpoint: Path, quantization: str) -> dict[str, Any]:
     """Describes folder/model.onnx and folder/tokenizer.json, built from `checkpoint`."""
     model = folder / "model.onnx"
-    vocab = Tokenizer.from_file(str(folder / "tokenizer.json")).get_vocab_size()
     manifest: dict[str, Any] = {
         "name": identity.name,
         "source": identity.source,
@@ -54,7 +58,7 @@ def write_manifest(folder: Path, identity: Identity, *, checkpoint: Path, quanti
         "sha256": sha256(model),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": architecture(checkpoint),
-        "tokenizer": f"{identity.tokenizer} ({vocab} tokens)",
+        "tokenizer": describe_tokenizer(folder, identity.tokenizer),
     }
     text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
     (folder / "manifest.json").write_text(text, encoding="utf-8")

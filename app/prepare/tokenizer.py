@@ -23,6 +23,9 @@ SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 # settle near 2,000 tokens, splitting reviews about as finely as XLM-R does (1.3-2 chars a token).
 VOCAB_SIZE = 8000
 DESCRIPTION = "Unigram trained on app/prepare/corpus_ko.txt + sample reviews + topic queries"
+# XLM-R's published vocabulary: 250,002 SentencePiece pieces for 100 languages (<mask> is the last).
+XLMR_PIECES = 250_002
+XLMR_DESCRIPTION = "; other languages' pieces from wordfreq up to XLM-R's 250,002"
 
 
 def training_lines() -> Iterator[str]:
@@ -34,8 +37,12 @@ def training_lines() -> Iterator[str]:
     yield from (item["query"] for item in json.loads(TOPICS.read_text(encoding="utf-8")))
 
 
-def train_tokenizer(vocab_size: int = VOCAB_SIZE) -> Tokenizer:
-    """Unigram + Metaspace + NFKC like XLM-R's SentencePiece, with its special ids and pair format."""
+def train_tokenizer(vocab_size: int = VOCAB_SIZE, *, pieces: int | None = None) -> Tokenizer:
+    """Unigram + Metaspace + NFKC like XLM-R's SentencePiece, with its special ids and pair format.
+
+    `pieces` (the twin: XLM-R's 250,002) fills the vocabulary up with other languages' words
+    (app/prepare/vocabulary.py): Korean text splits as trained, and the tokenizer holds in memory
+    what one with the real vocabulary holds."""
     tokenizer = Tokenizer(models.Unigram())
     tokenizer.normalizer = normalizers.NFKC()
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
@@ -48,6 +55,10 @@ def train_tokenizer(vocab_size: int = VOCAB_SIZE) -> Tokenizer:
     )
     tokenizer.train_from_iterator(training_lines(), trainer)
     tokenizer.model = _settled(tokenizer)
+    if pieces is not None:
+        from app.prepare.vocabulary import fill_up  # wordfreq: only the twin needs it
+
+        tokenizer.model = fill_up(tokenizer, pieces - 1, keep=list(training_lines()))
     # XLM-R keeps <mask> as its very last id; adding it after training does the same.
     tokenizer.add_special_tokens(["<mask>"])
     bos, eos = tokenizer.token_to_id("<s>"), tokenizer.token_to_id("</s>")
