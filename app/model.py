@@ -3,6 +3,8 @@
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,6 +61,22 @@ class CallShape:
 
     def for_reviews(self, n: int) -> Shape:
         return self.single if n == 1 else self.batch
+
+
+# One call with every pair of the review, padded to its longest: what `tokenizer(..., padding=True)` and one
+# `model(**pairs)` do in the server a student writes first. Path ① calls the model this way (app/strategies/naive.py).
+ONE_CALL = Shape(0, sort=False)
+_own_shape: ContextVar[Shape | None] = ContextVar("own_shape", default=None)
+
+
+@contextmanager
+def calls_shaped(shape: Shape) -> Iterator[None]:
+    """Model calls made inside (on this thread or task) use `shape`, whatever the served call shape is."""
+    token = _own_shape.set(shape)
+    try:
+        yield
+    finally:
+        _own_shape.reset(token)
 
 
 class Scorer(Protocol):
@@ -168,7 +186,7 @@ class RerankerModel:
         pairs = [(topic.query, text) for text in texts for topic in self.topics]
         encodings = self.tokenizer.encode_batch(pairs)
         lengths = [len(e.ids) for e in encodings]
-        shape = self.call_shape.for_reviews(len(texts))
+        shape = _own_shape.get() or self.call_shape.for_reviews(len(texts))
         size = shape.chunk or len(pairs)  # 0: the whole batch padded to its longest pair
         order = sorted(range(len(pairs)), key=lengths.__getitem__) if shape.sort else list(range(len(pairs)))
         logits = np.empty(len(pairs), dtype=np.float32)

@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     # Slow the CPU to box_seconds_per_review in this server. The box turns it on; a bare
     # uvicorn (tests) stays at the host's speed unless it asks.
     box_slow: bool = False
+    # The box holds what the seed's server held at rest beyond the lab's own (app/box/stand_in.py: its
+    # libraries, measured in app/data/seed_server.json), so ① meets the cap where the seed's box did.
+    box_stand_in: bool = True
     # Set by the box for the server it starts (LAB_BOX_STATE, JSON); None outside the box.
     box_state: BoxState | None = None
 
@@ -90,7 +93,7 @@ class Settings(BaseSettings):
     # (docs/box.md, "Memory given back"), and whether the last ① inference of a crowd hands the
     # freed heap back to the kernel (glibc malloc_trim).
     memory_arena: Literal["arena", "shrink", "no_arena"] = "shrink"
-    memory_trim: bool = False
+    memory_trim: bool = True
 
     # Path 1 guard, off by default so the lesson stays visible: refuse (503) a naive request
     # when current RSS plus one inference's measured memory would pass the cap.

@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 
 from app.bench.live import TINY_MODEL
-from app.model import CallShape, RerankerModel, Shape, load_topics, score_each
+from app.model import ONE_CALL, CallShape, RerankerModel, Shape, calls_shaped, load_topics, score_each
 from app.settings import PROJECT_ROOT
 from tests.fakes import GatedScorer, fake_ranking
 
@@ -64,3 +64,16 @@ def test_a_review_nobody_awaits_costs_no_more_pairs() -> None:
 def test_a_scorer_that_cannot_stream_answers_all_at_the_end() -> None:
     plain = GatedScorer(gated=False)  # a test fake: `score` only
     assert list(score_each(plain, ["가", "나"], lambda i: False)) == [(0, fake_ranking("가")), (1, fake_ranking("나"))]
+
+
+def test_inside_calls_shaped_one_call_carries_every_pair_of_the_review() -> None:
+    m, counting = model(chunk=8)
+    m.score([LONG])
+    assert counting.rows == [8, 8, 8]  # the served shape: 24 pairs in sorted 8-pair calls
+    counting.rows.clear()
+    with calls_shaped(ONE_CALL):
+        m.score([LONG])
+    assert counting.rows == [len(TOPICS)]  # the student's call: all 24 pairs at once
+    counting.rows.clear()
+    m.score([LONG])
+    assert counting.rows == [8, 8, 8]  # the override ends with its block

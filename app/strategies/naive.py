@@ -8,7 +8,7 @@ import anyio.to_thread
 
 from app.errors import InferenceFailed, LabError
 from app.memory_guard import MemoryGuard
-from app.model import Scorer
+from app.model import ONE_CALL, Scorer, calls_shaped
 from app.paths import Outcome
 from app.registry import Load, spec
 
@@ -19,8 +19,11 @@ class NaiveRunner:
     """Calls the model directly on a server thread (the pool sync endpoints use, 40 threads).
 
     No lane, no limit: twelve requests mean twelve inferences fighting for the CPU and
-    twelve sets of activations in memory at once. That is the lesson. An optional
-    MemoryGuard (off by default) refuses the inference that would not fit in memory.
+    twelve sets of activations in memory at once. That is the lesson. Each request makes the
+    call the server a student writes first makes (`ONE_CALL`: its 24 pairs in one model call,
+    padded to the longest), not the lane's call shape measured for speed: that call is what
+    costs ① its memory (docs/box.md, "① at the cliff"). An optional MemoryGuard (off by
+    default) refuses the inference that would not fit in memory.
     """
 
     spec = SPEC
@@ -56,7 +59,8 @@ class NaiveRunner:
             self.in_flight += 1
         started = time.monotonic()
         try:
-            (ranking,) = self._scorer.score([text])
+            with calls_shaped(ONE_CALL):
+                (ranking,) = self._scorer.score([text])
         except LabError:
             raise
         except Exception as exc:

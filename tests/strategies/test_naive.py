@@ -3,10 +3,13 @@
 import asyncio
 import sys
 
+from app.bench.live import TINY_MODEL
 from app.give_back import malloc_trim
+from app.model import CallShape, RerankerModel
 from app.strategies.naive import NaiveRunner
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
+from tests.test_model_streaming import TOPICS, CountingSession
 
 
 async def test_naive_runs_requests_concurrently(lab_client: LabClientFactory) -> None:
@@ -38,3 +41,13 @@ async def test_the_last_naive_inference_of_a_crowd_gives_memory_back_once() -> N
 
 def test_malloc_trim_exists_where_glibc_does() -> None:
     assert malloc_trim() is sys.platform.startswith("linux")
+
+
+async def test_naive_calls_the_model_as_a_student_server_does_one_call_per_review() -> None:
+    """① sends a review's 24 pairs in one model call, whatever call shape the lane was tuned to."""
+    m = RerankerModel(TINY_MODEL, TOPICS, call_shape=CallShape.fixed(4))
+    counting = CountingSession(m.session)
+    m.session = counting
+    outcome = await NaiveRunner(m).run("가격 대비 괜찮아요")
+    assert counting.rows == [len(TOPICS)]
+    assert len(outcome.ranking) == len(TOPICS)
