@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.box.speed import SpeedLoop, cost_relative_to
+from app.box.stand_in import HeldMemory
 from app.cache import CacheSnapshot, ResultCache
 from app.give_back import malloc_trim
 from app.jobs.factory import open_store
@@ -137,6 +138,7 @@ def build_tickets(
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
     fake = {"name": type(scorer).__name__, "weights": "fake"}
+    held = HeldMemory(settings.box_state.stand_in_bytes if settings.box_state else 0)  # for the seed's libraries
     scorer, manifest, speed = load_scorer(settings) if scorer is None else (scorer, fake, None)
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
@@ -189,3 +191,4 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             await tickets.worker.stop()
         lane.stop()
         await store.close()
+        held.close()

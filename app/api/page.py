@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts
+from app.box.report import stand_in
 from app.registry import PathSpec
 from app.schema import limits, quoted
 from app.settings import PROJECT_ROOT, Settings
@@ -97,6 +98,7 @@ async def burst_page(request: Request) -> HTMLResponse:
         "limits": limits(settings),
         "lab_paths": page_paths(specs, settings),
         "naive_measured": naive_bursts(),
+        "stand_in": stand_in(settings.box_state),
     }
     return templates.TemplateResponse(request=request, name="index.html", context=context)
 

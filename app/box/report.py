@@ -7,6 +7,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from app.box.stand_in import measured_figure
 from app.box.state import BoxState
 
 _STARTED = time.monotonic()  # this server's start: the incarnation's uptime
@@ -37,7 +38,16 @@ def summary(state: BoxState, speed: dict[str, Any] | None) -> str:
         if state.memory_cap_bytes
         else state.memory_mode
     )
+    if state.stand_in_bytes:
+        memory += f", {state.stand_in_bytes / 2**20:.0f} MiB of it held for the seed's libraries (stand-in)"
     return f"The box: {cpus} · {pace} · {memory} · incarnation {state.incarnation}"
+
+
+def stand_in(state: BoxState | None) -> dict[str, Any] | None:
+    """What the box holds for the seed's server, and what that stands for (None: nothing held)."""
+    if state is None or not state.stand_in_bytes:
+        return None
+    return {**measured_figure().as_dict(), "bytes": state.stand_in_bytes}
 
 
 def stats(state: BoxState | None, speed: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -70,6 +80,7 @@ def model_info(
         "memory_mode": s.memory_mode if state is not None else "not enforced (not started by the box)",
         "speed": speed,
         "calibration": calibration,
+        "stand_in": stand_in(state),
     }
 
 

@@ -30,6 +30,7 @@ from app.box.launch import server_argv
 from app.box.memory import MEMORY_CAP, MemoryEnforcer, write_memory_limit
 from app.box.placement import Placement, place
 from app.box.report import summary
+from app.box.stand_in import measured_figure
 from app.box.state import BoxState
 from app.settings import PROJECT_ROOT, Settings
 
@@ -94,6 +95,7 @@ class Supervisor:
             cpu_quota_dir=self.placement.quota_dir,
             memory_dir=self.placement.memory_dir,
             speed_file=None if self.state_dir is None else os.path.join(self.state_dir, "speed.json"),
+            stand_in_bytes=measured_figure().bytes if self.settings.box_stand_in else 0,
         )
 
     def with_kept(self, state: BoxState) -> BoxState:

@@ -13,8 +13,9 @@ function boxLine(box) {
   const speed = box.speed
     ? ["리뷰당 목표 ", el("span", { dataset: { limit: "box_target_s" } }, String(box.speed.target_s)), "초 (위 리뷰 속도 줄에 실시간)"]
     : ["이 컴퓨터 속도 그대로"];
+  const held = box.stand_in ? `, 그중 ${Math.round(box.stand_in.bytes / 2 ** 20)} MiB는 ① 서버의 라이브러리 몫으로 잡아 둠(대역)` : "";
   const memory = box.memory_cap_bytes
-    ? ["메모리 상한 ", el("span", { dataset: { limit: "memory_cap_mib" } }, String(Math.round(box.memory_cap_bytes / 2 ** 20))), ` MiB (${box.memory_mode})`]
+    ? ["메모리 상한 ", el("span", { dataset: { limit: "memory_cap_mib" } }, String(Math.round(box.memory_cap_bytes / 2 ** 20))), ` MiB (${box.memory_mode}${held})`]
     : ["메모리 상한 없음"];
   return ["상자: ", cpus, " · ", ...speed, " · ", ...memory];
 }

@@ -18,6 +18,7 @@ from app.bench.fire import BurstReply, fire_burst
 from app.bench.live import ROOT, TINY_MODEL, LiveServer
 from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.box.cgroups import CGROUP_ROOT, box_name
+from app.box.stand_in import measured_figure
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,8 @@ def boxed(**settings: str) -> Iterator[Box]:
     port = free_port()
     data = tempfile.mkdtemp(prefix="lab-box-data-")
     env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data}/jobs.db"}
-    env |= {"LAB_KNOBS_FILE": f"{data}/knobs.json", **settings}  # never the project's kept knobs
+    env |= {"LAB_KNOBS_FILE": f"{data}/knobs.json"}  # never the project's kept knobs
+    env |= {"LAB_BOX_STAND_IN": "0", **settings}  # the tiny model's mechanisms alone, unless a test asks
     log_path = Path(data) / "box.log"
     with log_path.open("wb") as log:
         argv = [sys.executable, "-m", "app.box", "--host", "127.0.0.1", "--port", str(port)]
@@ -140,3 +142,15 @@ def test_the_watchdog_emulates_the_cap_where_no_memory_cgroup_can_be_made() -> N
         back_after_a_death(box)
         assert box.stats()["memory_deaths"] >= 1
         assert "watchdog" in (box.stats()["last_death"]["detail"] or "")
+
+
+def test_the_box_holds_and_declares_the_seed_servers_memory() -> None:
+    """What the seed's libraries held at rest is charged to the box from start-up, and said so."""
+    figure = measured_figure().bytes
+    with boxed(LAB_BOX_STAND_IN="1", LAB_BOX_SECONDS_PER_REVIEW="0") as box:
+        model = httpx.get(f"{box.url}/api/model").json()["box"]
+        memory = httpx.get(f"{box.url}/api/stats").json()["memory"]
+        line = box.log()
+    assert model["stand_in"]["bytes"] == figure
+    assert memory["bytes"] >= figure  # the cgroup's charge (or RSS) includes every held page
+    assert "held for the seed's libraries (stand-in)" in line
