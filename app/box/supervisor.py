@@ -152,7 +152,9 @@ class Supervisor:
                     line = f"{url}  {summary(state, box.get('speed'))}"
                     print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
                     if state.incarnation == 1 and self.token:
-                        print(f"Instructor page: {url}/instructor?token={self.token} (the whole lesson's)", flush=True)
+                        page = f"{url}/instructor?token={self.token}"
+                        why = "the knobs, for the whole lesson; keep it from students"
+                        print(f"Instructor page: {page} ({why})", flush=True)
                     return
             except httpx.HTTPError:
                 pass
