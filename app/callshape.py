@@ -17,11 +17,12 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.datafile import Unreadable, is_number, read_json
 from app.model import CallShape, Ranking, Shape
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ CANDIDATES: dict[str, tuple[Shape, ...]] = {
     BATCH: (*(Shape(c, sort=True) for c in (4, 8, 12, 24)), Shape(8, sort=False)),
 }
 CACHE_NAME = "call-shape.json"
+CACHE_MAX_BYTES = 64 * 1024  # a measurement is about 2 KB
 
 
 class Shapeable(Protocol):
@@ -162,15 +164,37 @@ def fastest(trials: Sequence[Trial]) -> CallShape:
 
 
 def read_cache(path: Path, key: dict[str, Any]) -> Choice | None:
-    """The cached choice if it was measured for this very key; None if absent, unreadable or stale."""
+    """The cached choice if it was measured for this very key; None if absent, stale or not a measurement
+    this code would have written (said in one line): the caller then measures again and overwrites it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key:
+        data = read_json(path, CACHE_MAX_BYTES)
+        if not isinstance(data, dict) or data.get("key") != key:
             return None
-        trials = tuple(Trial(**t) for t in data["trials"])
-        return Choice(fastest(trials), "cached", key, trials, data["measured_at"])
-    except (OSError, ValueError, KeyError, TypeError):
+        trials = tuple(map(cached_trial, data["trials"] if isinstance(data.get("trials"), list) else [None]))
+        if {t.workload for t in trials} != set(CANDIDATES) or not isinstance(data.get("measured_at"), str | None):
+            raise Unreadable("a workload without a trial, or measured_at not a string")
+        return Choice(fastest(trials), "cached", key, trials, data.get("measured_at"))
+    except FileNotFoundError:
         return None
+    except Unreadable as exc:
+        log.warning("Ignoring the call-shape cache %s (%s): measuring again.", path, exc)
+        return None
+
+
+def cached_trial(entry: Any) -> Trial:
+    """One trial as `write_cache` writes it, else Unreadable: its chunk and sort one of its workload's
+    candidates, its cost a positive number (anything else would be served, or fail the first inference)."""
+    try:
+        trial = Trial(**entry)
+    except TypeError:
+        raise Unreadable("a trial is not an object with exactly a trial's fields") from None
+    typed = isinstance(trial.workload, str) and type(trial.chunk) is int and type(trial.sort) is bool
+    if not typed or Shape(trial.chunk, trial.sort) not in CANDIDATES.get(trial.workload, ()):
+        raise Unreadable(f"chunk {str(trial.chunk)[:20]}, sort {str(trial.sort)[:20]} is not a candidate shape")
+    if not is_number(trial.seconds_per_review) or trial.seconds_per_review <= 0:
+        raise Unreadable(f"seconds_per_review {str(trial.seconds_per_review)[:20]} is not a positive number")
+    label, seconds = Shape(trial.chunk, trial.sort).label, float(trial.seconds_per_review)
+    return replace(trial, shape=label, seconds_per_review=seconds)
 
 
 def write_cache(path: Path, choice: Choice) -> None:
@@ -221,10 +245,6 @@ def settle_call_shape(
         if cached is None and cache_file is not None:
             write_cache(cache_file, choice)
     model.call_shape = choice.shape
-    log.warning(
-        "Call shape (%s): one review in %s per call, a batch in %s.",
-        choice.source,
-        choice.shape.single.label,
-        choice.shape.batch.label,
-    )
+    single, batch = choice.shape.single.label, choice.shape.batch.label
+    log.warning("Call shape (%s): one review in %s per call, a batch in %s.", choice.source, single, batch)
     return choice

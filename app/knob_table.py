@@ -10,9 +10,10 @@ from pathlib import Path
 
 from app.box.knobs import box_appliers
 from app.box.speed import SpeedLoop
+from app.instructor import instructor_token
 from app.knobs import Apply, KnobBoard
 from app.memory_guard import MemoryGuard
-from app.registry import BOX_KNOBS, PATHS, Knob
+from app.registry import Knob, every_knob
 from app.settings import Settings
 from app.strategies.batched import MicroBatcher
 from app.strategies.limited import SeatGate
@@ -39,9 +40,8 @@ def knob_board(
     }
     box, absent = box_appliers(settings.box_state, speed, guard)
     appliers |= box
-    every = (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)
-    knobs: list[Knob] = [knob for knob in every if knob.setting in appliers]
+    knobs: list[Knob] = [knob for knob in every_knob().values() if knob.setting in appliers]
     table = {knob.setting: (knob, appliers[knob.setting]) for knob in knobs}
-    board = KnobBoard(settings, dict(table), file, absent)
-    board.restore()
+    board = KnobBoard(settings, dict(table), file, instructor_token(settings.instructor_token_file), absent)
+    board.restore(every_knob())
     return board

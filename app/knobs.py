@@ -4,23 +4,26 @@ The lab's Settings stay the one place a value is read from (the page, the route 
 hints), so a change is written there and handed to the owner that uses it at once (②'s gate, ③'s
 batcher, ④'s service). Each change is counted and numbered, so every open page can announce it
 and /metrics can count it; the values are written to a JSON file, so a restarted box keeps them.
-Only someone with the instructor token (drawn at start-up and printed) may change anything.
+Only someone with the instructor token (the lesson's, app/instructor.py) may change anything.
 """
 
 import hmac
 import json
 import logging
-import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from app.datafile import Unreadable, is_number, read_json
 from app.errors import InvalidKnob, LabError, NotInstructor
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
+
+KNOBS_FILE_MAX_BYTES = 16 * 1024  # a dozen numbers take a few hundred
+COUNTED_UNITS = ("seats", "reviews", "jobs", "bytes")  # whole numbers only
 
 
 class KnobSpec(Protocol):
@@ -66,6 +69,7 @@ class KnobBoard:
         settings: Settings,
         knobs: dict[str, tuple[KnobSpec, Apply]],
         file: Path | None,
+        token: str,
         absent: dict[str, str] | None = None,
     ) -> None:
         self._settings = settings
@@ -76,7 +80,7 @@ class KnobBoard:
         self._changes = dict.fromkeys(knobs, 0)
         self._last: Change | None = None
         self._version = 0
-        self.token = secrets.token_urlsafe(18)
+        self.token = token
 
     @property
     def specs(self) -> dict[str, KnobSpec]:
@@ -97,11 +101,9 @@ class KnobBoard:
         if setting not in self._knobs:
             raise InvalidKnob(f"No knob called {setting!r}; the knobs are {', '.join(sorted(self._knobs))}.")
         spec, apply = self._knobs[setting]
-        if not spec.low <= value <= spec.high:
-            low, high, got = (amount(v, spec.unit) for v in (spec.low, spec.high, value))
-            raise InvalidKnob(f"{setting} must lie between {low} and {high} {unit(spec.unit)}; got {got}.")
-        if spec.unit in ("seats", "reviews", "jobs", "bytes") and value != int(value):
-            raise InvalidKnob(f"{setting} counts {spec.unit}: a whole number, not {value:g}.")
+        value += 0.0  # -0 is 0 (where 0 is within bounds)
+        if (why := misfit(spec, value)) is not None:
+            raise InvalidKnob(f"{why}.")
         old = self.value(setting)
         self._set(setting, value, apply)
         self._version += 1
@@ -111,18 +113,18 @@ class KnobBoard:
         log.warning("Knob %s: %s -> %s (change %d)", setting, old, value, self._version)
         return self._last
 
-    def restore(self) -> None:
-        """Apply the values a previous run of this box left (unknown or out-of-bounds entries are ignored;
-        a value the settings already hold, e.g. the box's, which the supervisor passes on, is not re-applied)."""
-        self._kept = read_kept(self._file)
+    def restore(self, known: Mapping[str, KnobSpec]) -> None:
+        """Apply the values a previous run of this box left (`known`: every knob a file may hold, so each
+        entry is checked against its own bounds; a bad one is logged and dropped; a value the settings
+        already hold, e.g. the box's, which the supervisor passes on, is not re-applied)."""
+        self._kept = read_kept(self._file, known)
         for setting, value in self._kept.items():
             if setting in self._knobs and value != self.value(setting):
-                spec, apply = self._knobs[setting]
-                if spec.low <= value <= spec.high:
-                    try:
-                        self._set(setting, value, apply)
-                    except LabError as exc:  # e.g. a memory cap below what this server uses now
-                        log.warning("Not restoring %s = %s: %s", setting, value, exc.message)
+                _, apply = self._knobs[setting]
+                try:
+                    self._set(setting, value, apply)
+                except LabError as exc:  # e.g. a memory cap below what this server uses now
+                    log.warning("Not restoring %s = %s: %s", setting, value, exc.message)
 
     def snapshot(self) -> KnobsSnapshot:
         return KnobsSnapshot({name: self.value(name) for name in self._knobs}, dict(self._changes), self._last)
@@ -137,25 +139,63 @@ class KnobBoard:
     def _save(self) -> None:
         if self._file is None:
             return
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._file.with_suffix(".tmp")
         values = self._kept | {name: self.value(name) for name in self._knobs}
-        temporary.write_text(json.dumps(values), encoding="utf-8")
-        temporary.replace(self._file)  # atomic: a crash mid-write never leaves half a file
+        try:
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self._file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(values), encoding="utf-8")
+            temporary.replace(self._file)  # atomic: a crash mid-write never leaves half a file
+        except OSError as exc:  # the change holds in this server; only a restart forgets it
+            log.warning("Cannot keep the knobs in %s (%s): a restart will not remember them.", self._file, exc)
 
 
-def read_kept(file: Path | None) -> dict[str, float]:
-    """The numbers a knobs file holds ({} when there is none or it cannot be read); bounds are the reader's."""
-    if file is None or not file.exists():
+def misfit(spec: KnobSpec, value: float) -> str | None:
+    """Why `value` cannot be this knob's (out of bounds, or a fraction of a counted unit); None if it can."""
+    if not spec.low <= value <= spec.high:
+        low, high, got = (amount(v, spec.unit) for v in (spec.low, spec.high, value))
+        return f"{spec.setting} must lie between {low} and {high} {unit(spec.unit)}; got {got}"
+    if spec.unit in COUNTED_UNITS and value != int(value):
+        return f"{spec.setting} counts {spec.unit}: a whole number, not {value:g}"
+    return None
+
+
+def read_kept(file: Path | None, known: Mapping[str, KnobSpec]) -> dict[str, float]:
+    """The values a knobs file holds that fit their knobs ({} when there is none or it cannot be read): one
+    log line for an unreadable file, and one per entry dropped (an unknown knob, not a number, out of bounds)."""
+    if file is None:
         return {}
     try:
-        saved = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        log.warning("Ignoring the knobs file %s: %s", file, exc)
+        saved = read_json(file, KNOBS_FILE_MAX_BYTES)
+    except FileNotFoundError:
+        return {}
+    except Unreadable as exc:
+        log.warning("Ignoring the knobs file %s: %s.", file, exc)
         return {}
     if not isinstance(saved, dict):
+        log.warning("Ignoring the knobs file %s: not a JSON object (%s).", file, type(saved).__name__)
         return {}
-    return {k: float(v) for k, v in saved.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    kept: dict[str, float] = {}
+    for setting, value in saved.items():
+        spec = known.get(setting)
+        why = (
+            f"no knob called {setting[:40]!r}"
+            if spec is None
+            else f"{setting} is not a number ({describe(value)})"
+            if not is_number(value)
+            else misfit(spec, float(value))
+        )
+        if why is not None:
+            log.warning("Ignoring an entry of the knobs file %s: %s.", file, why)
+        else:
+            kept[setting] = float(value) + 0.0
+    return kept
+
+
+def describe(value: object) -> str:
+    """A kept entry that is not a number, in a few words for the log (never the whole of it)."""
+    if isinstance(value, list | dict):
+        return "a JSON array" if isinstance(value, list) else "a JSON object"
+    return repr(value)[:40] if isinstance(value, bool | None | str) else str(value)[:40]
 
 
 def unit(name: str) -> str:

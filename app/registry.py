@@ -117,6 +117,11 @@ BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 
 
+def every_knob() -> dict[str, Knob]:
+    """Every knob declared, the paths' and the box's: what a knobs file may hold, each with its bounds."""
+    return {knob.setting: knob for knob in (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)}
+
+
 def spec(name: str) -> PathSpec:
     """The registered path called `name` (KeyError for an unknown one)."""
     for registered in PATHS:

@@ -21,31 +21,45 @@ MAX_FOLLOWED_JOBS = 100  # one stream for a whole burst (the page fires at most 
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 
-# Characters nobody can see: Unicode's Default_Ignorable_Code_Point (zero-width and format characters,
-# BOM, variation selectors, the Hangul fillers, tag characters), White_Space, controls, and the few
-# that draw nothing yet are in none of these (braille blank, interlinear annotation marks). The
-# properties come from the `regex` module's copy of the Unicode Character Database, updated with each
-# Unicode release: Python's unicodedata has no Default_Ignorable_Code_Point. A review must hold at
-# least one character outside the class.
-INVISIBLE_CLASS = r"\p{Default_Ignorable_Code_Point}\p{White_Space}\p{Cc}\u2800\ufff9-\ufffb"
-_VISIBLE = regex.compile(f"[^{INVISIBLE_CLASS}]")
+# A review must hold a character people can see: a letter, number, punctuation mark or symbol (Unicode's
+# L*, N*, P*, S*), but not one of those that draws nothing (the Default_Ignorable ones among them, such as
+# the Hangul fillers; the braille blank U+2800) nor a stand-in for what is not there (U+FFFC, the object
+# replacement character; U+FFFD, the mark of undecodable bytes). Marks alone (combining accents, Thai tone
+# marks, an enclosing circle), spaces, format characters (zero-width, BOM, tags, hieroglyph format
+# controls), private use, noncharacters and unassigned code points are not enough. Controls other than
+# tab, newline and carriage return are refused anywhere in the text (NUL among them). The properties come
+# from the `regex` module's copy of the Unicode Character Database, updated with each Unicode release:
+# Python's unicodedata has no Default_Ignorable_Code_Point.
+VISIBLE_CLASS = r"[\p{L}\p{N}\p{P}\p{S}]--[\p{Default_Ignorable_Code_Point}\u2800\ufffc\ufffd]"
+CONTROL_CLASS = r"\p{Cc}--[\t\n\r]"
+_VISIBLE = regex.compile(f"[{VISIBLE_CLASS}]", regex.V1)
+_CONTROL = regex.compile(f"[{CONTROL_CLASS}]", regex.V1)
 
 
 def bmp_ranges(char_class: str) -> str:
-    """`char_class` within the BMP as `\\u` ranges, which Python's `re` and a JSON Schema (ECMA-262)
-    pattern read the same way; characters beyond the BMP are checked by the server only."""
-    bmp = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
-    ranges = [(m.group()[0], m.group()[-1]) for m in regex.finditer(f"[{char_class}]+", bmp)]
-    return "".join(f"\\u{ord(a):04x}" if a == b else f"\\u{ord(a):04x}-\\u{ord(b):04x}" for a, b in ranges)
+    """`char_class` (a `regex` V1 set) within the BMP as `\\u` ranges, which Python's `re` and a JSON Schema
+    (ECMA-262) pattern read the same way; characters beyond the BMP are checked by the server only."""
+    # No range runs across the surrogates: to a JSON Schema validator (ECMA-262, no `u` flag) they are the
+    # halves of every character beyond the BMP, which the pattern counts as visible.
+    runs: list[tuple[int, int]] = []
+    for first, last in ((0, 0xD7FF), (0xE000, 0xFFFF)):
+        part = "".join(map(chr, range(first, last + 1)))
+        found = regex.finditer(f"[{char_class}]+", part, regex.V1)
+        runs += [(first + m.start(), first + m.end() - 1) for m in found]
+    return "".join(f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in runs)
 
 
-INVISIBLE = bmp_ranges(INVISIBLE_CLASS)
-VISIBLE_PATTERN = f"[^{INVISIBLE}]"
+CONTROLS = bmp_ranges(CONTROL_CLASS)
+INVISIBLE = bmp_ranges(f"[^[{VISIBLE_CLASS}][{CONTROL_CLASS}]]")  # neither visible nor refused: may surround one
+# Invisible characters, then the first visible one, then anything but a refused control, to the end: no
+# backtracking, and the same answer as the server for every text of the BMP (astral characters count as visible).
+VISIBLE_PATTERN = f"^[{INVISIBLE}]*[^{INVISIBLE}{CONTROLS}][^{CONTROLS}]*$"
 TEXT_RULE = (
-    "The review, in Korean. It must be valid Unicode (no lone surrogates) and hold at least one visible "
-    "character (not only spaces, controls, or Unicode default-ignorable characters such as zero-width spaces, "
-    "BOMs, variation selectors and tags); it is trimmed of surrounding "
-    "whitespace, then may have at most `maxLength` characters."
+    "The review, in Korean. It must be valid Unicode (no lone surrogates), have no control characters but tab, "
+    "newline and carriage return, and hold at least one visible character: a letter, number, punctuation mark "
+    "or symbol (not only spaces, combining marks, zero-width or other format characters, private-use, "
+    "unassigned or replacement characters); it is trimmed of surrounding whitespace, then may have at most "
+    "`maxLength` characters."
 )
 
 
@@ -62,11 +76,19 @@ def valid_unicode(value: str, field: str, error: type[LabError] = InvalidReview)
 def check_text(text: str, max_chars: int) -> str:
     """The one text rule, applied before anything touches the text; returns the trimmed review."""
     valid_unicode(text, "text")
+    if (control := _CONTROL.search(text)) is not None:
+        raise InvalidReview(
+            f"`text` has a control character U+{ord(control.group()):04X} at character {control.start()}: "
+            "only tab, newline and carriage return may appear in a review."
+        )
     trimmed = text.strip()
     if not trimmed:
         raise InvalidReview("`text` is blank: send the review to score.")
     if _VISIBLE.search(trimmed) is None:
-        raise InvalidReview("`text` has no visible character (only spaces, controls or default-ignorable characters).")
+        raise InvalidReview(
+            "`text` has no visible character: no letter, number, punctuation mark or symbol, only spaces, "
+            "marks, format, private-use, unassigned or replacement characters."
+        )
     if len(trimmed) > max_chars:
         raise InvalidReview(f"`text` has {len(trimmed)} characters; the limit is {max_chars}.")
     return trimmed

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     # Where the instructor's knob changes are kept, so a restart keeps them (None: not kept). The box
     # (`just serve`) sets data/knobs.json for its server; a bare server keeps nothing unless asked.
     knobs_file: Path | None = None
+    # Where the instructor's token is kept (mode 0600), so the address printed at start-up works after every
+    # death and restart (app/instructor.py). The box draws it once into data/instructor-token unless this names
+    # another file, and hands it to each server; a server without one draws its own token at start-up.
+    instructor_token_file: Path | None = None
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0

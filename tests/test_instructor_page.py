@@ -115,3 +115,52 @@ def test_a_new_box_target_reaches_the_student_pages_model_line_and_is_announced(
     student.context.close()
     teacher.context.close()
     assert not errors, errors
+
+
+def test_an_open_instructor_page_rides_out_a_gone_box_and_reads_the_values_back(
+    browser: Browser, server: LiveServer
+) -> None:
+    """The box gone (no connection, then the classroom front's 502) and back, simulated at the browser's
+    network layer: the page says so, keeps what was typed, reads the values back and turns again, no reload.
+    tests/box/test_box_token_live.py does the same across a real death."""
+    token = printed_token(server)
+    teacher = browser.new_context(locale="ko-KR").new_page()
+    errors: list[str] = []
+    teacher.on("pageerror", lambda exc: errors.append(str(exc)))
+    teacher.goto(f"{server.url}/instructor?token={token}")
+    row = teacher.locator("#knobs tr[data-setting=batch_max]")
+    row.locator("input").fill("5")
+    assert teacher.locator("#box-link").is_hidden()
+
+    teacher.route("**/api/knobs**", lambda route: route.abort())  # no connection: the box died
+    teacher.wait_for_selector("#box-link[data-state=down]", timeout=GUARD_MS)
+    assert "상자에 닿지 않습니다" in teacher.inner_text("#box-link")
+    row.locator("button").click()
+    teacher.wait_for_selector("#knob-result[data-status=gone]", timeout=GUARD_MS)
+    assert "보내지 못했습니다" in teacher.inner_text("#knob-result")
+
+    teacher.unroute("**/api/knobs**")
+    teacher.route("**/api/knobs**", lambda route: route.fulfill(status=502, body=""))  # the front, box still gone
+    teacher.wait_for_function(
+        "document.getElementById('box-link-detail').textContent.includes('HTTP 502')", timeout=GUARD_MS
+    )
+    # Meanwhile the value changed (a restart keeps the knobs file; or another tab): the page must read it back.
+    changed = urllib.request.Request(
+        f"{server.url}/api/knobs/batch_max",
+        data=b'{"value": 3}',
+        method="PUT",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    assert urllib.request.urlopen(changed, timeout=10).status == 200
+    teacher.unroute("**/api/knobs**")
+    teacher.wait_for_selector("#box-link[data-state=back]", timeout=GUARD_MS)
+    teacher.wait_for_function(
+        "document.querySelector('#knobs tr[data-setting=batch_max] .now').textContent === '3'", timeout=GUARD_MS
+    )
+    assert row.locator("input").input_value() == "5"  # what the instructor typed is still there
+
+    row.locator("button").click()
+    teacher.wait_for_selector("#knob-result[data-status='200']", timeout=GUARD_MS)
+    assert row.locator(".now").inner_text() == "5"
+    teacher.context.close()
+    assert not errors, errors

@@ -3,7 +3,7 @@
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 from app.api.deps import get_lab
 from app.knobs import Change, KnobBoard
@@ -17,7 +17,10 @@ class KnobIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"value": 8}]})
 
-    value: float = Field(allow_inf_nan=False)
+    # Strict: "8", "8e0" and true are refused, not coerced; -0 is 0 (refused where 0 is out of bounds).
+    value: StrictFloat = Field(
+        allow_inf_nan=False, description="A JSON number (never a string or boolean); whole for seats, reviews, jobs"
+    )
 
 
 def knobs_body(board: KnobBoard) -> dict[str, Any]:

@@ -24,6 +24,13 @@ TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = PROJECT_ROOT / "static"
 
 router = APIRouter(tags=["page"])
+# The instructor's address carries the token: never in a Referer (its fetches included), a cache or a frame.
+PRIVATE_PAGE = {
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+}
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 
 
@@ -107,7 +114,7 @@ async def burst_page(request: Request) -> HTMLResponse:
 async def instructor_page(request: Request, token: str | None = None) -> HTMLResponse:
     """The instructor's knobs; only with the token the box printed at start-up (else 403, nothing shown)."""
     get_lab(request).knobs.allowed(token)
-    return templates.TemplateResponse(request=request, name="instructor.html", context={})
+    return templates.TemplateResponse(request=request, name="instructor.html", context={}, headers=PRIVATE_PAGE)
 
 
 @router.get("/api/samples", summary="The sample reviews the burst page and burst.py fire")

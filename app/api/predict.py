@@ -16,6 +16,8 @@ from app.schema import PredictionOut
 
 router = APIRouter(prefix="/api", tags=["predict"])
 PREDICTION_HEADERS = ("Server-Timing", "X-Cache")
+# Printable ASCII, as every token a 429 gives is: a byte past it (latin-1 é, \xff) is a 422, never a 500.
+SEAT_HOLD_PATTERN = r"^[\x20-\x7e]*$"
 
 
 async def serve(path: DirectPath, text: str, request: Request, response: Response) -> PredictionOut:
@@ -80,7 +82,8 @@ async def predict_limited(
     request: Request,
     response: Response,
     seat_hold: Annotated[
-        str | None, Header(max_length=200, description="The token a 429 gave: claims its held seat")
+        str | None,
+        Header(max_length=200, pattern=SEAT_HOLD_PATTERN, description="The token a 429 gave: claims its held seat"),
     ] = None,
 ) -> PredictionOut:
     """One inference at a time plus {seats} waiting seats; the rest get 429 at once, with a held seat

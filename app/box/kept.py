@@ -5,14 +5,14 @@ reads it when the box starts and before each incarnation, so a restart keeps the
 values, not the environment's (the group's limit, `LAB_BOX_STATE`, the server's environment), and
 the watchdog reads it while a server runs, so a new cap holds at once where no memory cgroup does
 it (app/box/knobs.py says why the file is the one channel). A kept value never turns on what the
-environment turned off (a target or cap of 0), and one outside the knob's bounds is ignored.
+environment turned off (a target or cap of 0), and one outside the knob's bounds is ignored (logged).
 """
 
 import os
 from pathlib import Path
 
 from app.knobs import read_kept
-from app.registry import BOX_KNOBS, BOX_MEMORY_CAP, BOX_TARGET
+from app.registry import BOX_KNOBS, BOX_MEMORY_CAP, BOX_TARGET, every_knob
 from app.settings import PROJECT_ROOT
 
 
@@ -37,9 +37,8 @@ class KeptKnobs:
             seen = None
         if seen != self._seen:
             self._seen = seen
-            read = read_kept(self.file) if seen is not None else {}
-            within = [k for k in BOX_KNOBS if k.setting in read and k.allows(read[k.setting])]
-            self._values = {k.setting: read[k.setting] for k in within}
+            read = read_kept(self.file, every_knob()) if seen is not None else {}
+            self._values = {k.setting: read[k.setting] for k in BOX_KNOBS if k.setting in read}
         return self._values
 
     def target_s(self, default: float) -> float:

@@ -6,6 +6,8 @@ closes that socket, as a real crashed process's would: the connections queued fo
 incarnation are reset at once (a front answers them 502) instead of being handed to the next one,
 which would die of them again (a death spiral); each incarnation gets a fresh, empty socket.
 SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end the loop.
+The instructor's token is drawn once, into a private file every incarnation reads (app/instructor.py),
+so the /instructor address printed at start-up works for the whole lesson.
 """
 
 import logging
@@ -32,10 +34,12 @@ from app.box.placement import Placement, place
 from app.box.report import summary
 from app.box.stand_in import measured_figure
 from app.box.state import BoxState
+from app.instructor import kept_token
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.box")
 
+TOKEN_FILE = PROJECT_ROOT / "data" / "instructor-token"  # unless LAB_INSTRUCTOR_TOKEN_FILE names another
 QUICK_DEATH_S = 10.0  # a server that dies sooner than this is restarted after a growing pause
 MAX_BACKOFF_S = 30.0
 
@@ -83,6 +87,9 @@ class Supervisor:
     state_dir: str | None = None
     # The instructor's kept target and cap (app/box/kept.py): each incarnation starts with them.
     kept: KeptKnobs = field(default_factory=lambda: KeptKnobs(knobs_file()))
+    # The lesson's instructor token and the file each incarnation reads it from.
+    token: str = ""
+    token_file: Path | None = None
     stopping: bool = False
     child: "subprocess.Popen[bytes] | None" = None
 
@@ -121,6 +128,7 @@ class Supervisor:
             "LAB_KNOBS_FILE": str(self.kept.file),
             "LAB_BOX_SECONDS_PER_REVIEW": str(target),
             "LAB_MEMORY_CAP_BYTES": str(state.memory_cap_bytes),
+            **({"LAB_INSTRUCTOR_TOKEN_FILE": str(self.token_file)} if self.token_file is not None else {}),
         }
 
     def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":
@@ -145,6 +153,10 @@ class Supervisor:
                     box = httpx.get(f"{url}/api/model", timeout=5).json().get("box", {})
                     line = f"{url}  {summary(state, box.get('speed'))}"
                     print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
+                    if state.incarnation == 1 and self.token:
+                        page = f"{url}/instructor?token={self.token}"
+                        why = "the knobs, for the whole lesson; keep it from students"
+                        print(f"Instructor page: {page} ({why})", flush=True)
                     return
             except httpx.HTTPError:
                 pass
@@ -195,6 +207,16 @@ def with_kept_knobs(settings: Settings, kept: KeptKnobs) -> Settings:
     return settings.model_copy(update=update)
 
 
+def lesson_token(file: Path, state_dir: Path) -> tuple[Path, str]:
+    """The token file every incarnation reads, and its token: `file`, else one in the box's own private
+    folder (a token for this box's lifetime, when `file` cannot be written)."""
+    token = kept_token(file)
+    if token is None:
+        file = state_dir / "instructor-token"
+        token = kept_token(file) or ""
+    return file, token
+
+
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
     try:
@@ -212,7 +234,8 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
     state_dir = tempfile.mkdtemp(prefix="lab-box-")
-    supervisor = Supervisor(settings, host, port, placement, sock, state_dir, kept)
+    token_file, token = lesson_token(settings.instructor_token_file or TOKEN_FILE, Path(state_dir))
+    supervisor = Supervisor(settings, host, port, placement, sock, state_dir, kept, token, token_file)
     signal.signal(signal.SIGINT, supervisor.on_signal)
     signal.signal(signal.SIGTERM, supervisor.on_signal)
     try:

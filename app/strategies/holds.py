@@ -93,7 +93,12 @@ class SeatHolds:
     def check(self, token: str) -> tuple[HoldCheck, str]:
         """(what the token is, its hold id); only VALID may be claimed or waited on."""
         hold_id, _, mac = token.strip().partition(".")
-        if len(token) > TOKEN_MAX_CHARS or not hold_id or not hmac.compare_digest(mac, self._mac(hold_id)):
+        if (
+            len(token) > TOKEN_MAX_CHARS
+            or not token.isascii()
+            or not hold_id
+            or not hmac.compare_digest(mac, self._mac(hold_id))
+        ):
             return self._count(HoldCheck.FORGED), hold_id
         self._expire()
         if hold_id in self._live:

@@ -129,3 +129,65 @@ async def test_a_restart_keeps_the_instructors_values(open_lab_app: Opener) -> N
         0.1,
     ]
     assert stats["paths"]["limited"]["capacity"] == 9
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"value": "8"}',
+        b'{"value": "  8  "}',
+        b'{"value": "8e0"}',
+        b'{"value": true}',
+        b'{"value": false}',
+        b'{"value": null}',
+        b'{"value": [8]}',
+        b'{"value": {"n": 8}}',
+        b'{"value": NaN}',
+        b'{"value": 1e400}',
+        b'{"value": 8, "also": 1}',
+        b"{}",
+    ],
+)
+async def test_a_knob_takes_a_json_number_only(open_lab_app: Opener, body: bytes) -> None:
+    """On main "8", "8e0" and true were coerced to 8, 8 and 1 seats."""
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        headers = as_instructor(app) | {"Content-Type": "application/json"}
+        refused = await client.put("/api/knobs/limited_seats", content=body, headers=headers)
+        after = (await client.get("/api/knobs")).json()
+    assert refused.status_code == 422 and refused.json()["error"] == "invalid_request", refused.text
+    assert value(after, "limited_seats") == 4 and after["version"] == 0
+
+
+@pytest.mark.parametrize(
+    ("setting", "body", "status"),
+    [
+        ("batch_max_wait_s", b'{"value": -0.0}', 200),
+        ("limited_seats", b'{"value": -0}', 200),
+        ("queue_max_jobs", b'{"value": -0.0}', 422),
+        ("batch_max", b'{"value": -0}', 422),
+        ("limited_seats", b'{"value": 8.0}', 200),
+        ("limited_seats", b'{"value": 8.000001}', 422),
+    ],
+)
+async def test_minus_zero_is_zero_where_zero_is_within_bounds(
+    open_lab_app: Opener, setting: str, body: bytes, status: int
+) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        headers = as_instructor(app) | {"Content-Type": "application/json"}
+        answer = await client.put(f"/api/knobs/{setting}", content=body, headers=headers)
+    assert answer.status_code == status, answer.text
+    if status == 200:
+        assert answer.json()["last"]["new"] in (0.0, 8.0) and "-0" not in answer.text
+    else:
+        assert answer.json()["error"] == "invalid_knob"
+
+
+async def test_the_instructor_page_is_kept_from_referers_caches_and_frames(open_lab_app: Opener) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        page = await client.get("/instructor", params={"token": app.state.lab.knobs.token})
+        student = await client.get("/")
+    assert page.status_code == 200
+    assert page.headers["referrer-policy"] == "no-referrer" and page.headers["cache-control"] == "no-store"
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert "x-frame-options" not in student.headers  # the students' page is unchanged

@@ -76,7 +76,10 @@ def test_a_new_target_rescales_the_quota_at_once_and_the_loop_holds_it(tmp_path:
     serve_reviews(loop, meter, host, 20)
     assert (folder / "cpu.cfs_quota_us").read_text() == "64000"
     board = KnobBoard(
-        Settings(), {BOX_TARGET.setting: (BOX_TARGET, box_appliers(None, loop, None)[0][BOX_TARGET.setting])}, None
+        Settings(),
+        {BOX_TARGET.setting: (BOX_TARGET, box_appliers(None, loop, None)[0][BOX_TARGET.setting])},
+        None,
+        "instructor",
     )
 
     board.turn("box_seconds_per_review", 2.0)

@@ -45,8 +45,9 @@ def boxed(**settings: str) -> Iterator[Box]:
     port = free_port()
     data = tempfile.mkdtemp(prefix="lab-box-data-")
     env = {**os.environ, "LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": f"sqlite:///{data}/jobs.db"}
-    env |= {"LAB_KNOBS_FILE": f"{data}/knobs.json"}  # never the project's kept knobs
-    env |= {"LAB_BOX_STAND_IN": "0", **settings}  # the tiny model's mechanisms alone, unless a test asks
+    # Never the project's kept knobs or instructor token; the tiny model's mechanisms alone, unless a test asks.
+    env |= {"LAB_KNOBS_FILE": f"{data}/knobs.json", "LAB_INSTRUCTOR_TOKEN_FILE": f"{data}/instructor-token"}
+    env |= {"LAB_BOX_STAND_IN": "0", **settings}
     log_path = Path(data) / "box.log"
     with log_path.open("wb") as log:
         argv = [sys.executable, "-m", "app.box", "--host", "127.0.0.1", "--port", str(port)]
