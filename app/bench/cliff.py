@@ -67,7 +67,7 @@ def seed_model_dir(work: Path, model_dir: Path = TWIN_MODEL_DIR) -> Path:
     from transformers import XLMRobertaConfig, XLMRobertaTokenizerFast  # the `model` extra, as the seed had
 
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))["config"]
-    XLMRobertaConfig(
+    XLMRobertaConfig(  # type: ignore[no-untyped-call,unused-ignore]
         vocab_size=manifest["vocab"],
         hidden_size=manifest["hidden"],
         num_hidden_layers=manifest["layers"],

@@ -23,7 +23,7 @@ MODEL_DIR = os.environ["LAB_SEED_MODEL_DIR"]
 TOPICS = json.loads((Path(__file__).resolve().parents[1] / "data" / "topics.json").read_text(encoding="utf-8"))
 QUERIES = [topic["query"] for topic in TOPICS]
 
-tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)  # type: ignore[no-untyped-call,unused-ignore]
 model = ORTModelForSequenceClassification.from_pretrained(MODEL_DIR, provider="CPUExecutionProvider")
 app = FastAPI()
 
