@@ -16,6 +16,7 @@ __all__ = ["front_url", "wait_ready", "warm"]
 
 LINKED = re.compile(r"""(?:src|href)="(/[^"#?]*)""")
 IMPORTED = re.compile(r'(?:from|import)\s+"\./([^"]+\.js)"')
+STATIC = re.compile(r'"(/static/[^"]+)"')  # files a script fetches itself (a figure's data)
 
 
 def front_url(domain: str, https_port: int) -> str:
@@ -52,7 +53,7 @@ def warm(url: str) -> list[str]:
                     wanted += [p for p in LINKED.findall(text) if not p.startswith("//")]
                 elif path.endswith(".js"):
                     folder = path.rpartition("/")[0]
-                    wanted += [f"{folder}/{name}" for name in IMPORTED.findall(text)]
+                    wanted += [f"{folder}/{name}" for name in IMPORTED.findall(text)] + STATIC.findall(text)
         except httpx.HTTPError:
             pass  # a warm-up that fails leaves a slower first load, nothing worse
     return fetched
