@@ -22,9 +22,9 @@ default:
 serve: _model-if-missing
     python -m app.box --host {{host}} --port {{port}}
 
-# Serve a class on https://localhost:8443 (LAB_DOMAIN, LAB_HTTPS_PORT): Caddy's HTTPS/HTTP2 front before the box on LAB_PORT (docs/classroom.md).
+# Serve a class on https://localhost:8443 (LAB_DOMAIN, LAB_HTTPS_PORT): nginx's HTTPS/HTTP2 front, with per-client limits, before the box on LAB_PORT (docs/classroom.md).
 [group('lab')]
-classroom: _model-if-missing _caddy
+classroom: _model-if-missing _front
     python -m app.front
 
 # Fire N reviews at once at a path (naive|limited|batched|tickets|1-4; default all four): just burst http://127.0.0.1:8000/api 12
@@ -61,15 +61,23 @@ _model-if-missing:
     @test -f {{real_model}} || test -f {{twin_model}} || { echo "No model yet: building the offline twin once (a few minutes)."; just twin; }
     @test -f {{real_model}} || grep -q '(250002 tokens)' {{twin_dir}}/manifest.json || { echo "Giving the twin XLM-R's vocabulary size (once)."; python -m app.prepare twin-tokenizer; }
 
-# Install Debian's caddy only when it is missing (`classroom` depends on it; no internet needed once installed).
+# Install Debian's nginx (security-updated) and openssl only when missing (`classroom` depends on it). Debian starts
+# its own nginx service on port 80 at install: the lab runs its own nginx, so a service it just installed is stopped.
 [private]
-_caddy:
+_front:
     #!/usr/bin/env bash
     set -euo pipefail
-    command -v caddy >/dev/null && exit 0
+    missing=()
+    command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    command -v openssl >/dev/null || missing+=(openssl)
+    [ ${#missing[@]} -eq 0 ] && exit 0
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends caddy
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+    if [[ " ${missing[*]} " == *" nginx "* ]] && [ -d /run/systemd/system ]; then
+        $sudo systemctl disable --now nginx || true
+        echo "Stopped and disabled Debian's nginx service (port 80): the lab starts its own nginx."
+    fi
 
 # Build the twin only when it is not there yet: the benchmarks measure the twin, whatever else is prepared.
 [private]
@@ -79,7 +87,7 @@ _twin-if-missing:
 
 # ---------------------------------------------------------------- tests
 
-# What the tests need from the system: Debian's chromium, prometheus, caddy, npm and Korean fonts, axe-core from npm (package-lock.json) (installed only when missing),
+# What the tests need from the system: Debian's chromium, prometheus, nginx, openssl, npm and Korean fonts, axe-core from npm (package-lock.json) (installed only when missing),
 # and the Redis at 127.0.0.1:6379 (started only when redis-server is installed and nothing answers there).
 # Install what the browser, Prometheus and Redis tests need (only what is missing or down).
 [group('tests')]
@@ -89,13 +97,17 @@ setup:
     missing=()
     command -v chromium >/dev/null || missing+=(chromium)
     command -v prometheus >/dev/null || missing+=(prometheus)
-    command -v caddy >/dev/null || missing+=(caddy)  # the classroom front and its browser tests
+    command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)  # the classroom front and its tests
+    command -v openssl >/dev/null || missing+=(openssl)  # the front's self-signed certificate
     command -v npm >/dev/null || missing+=(npm)  # axe-core for the accessibility tests (package.json)
     [ -d /usr/share/fonts/truetype/nanum ] || missing+=(fonts-nanum)  # Korean glyphs in browser screenshots
     if [ ${#missing[@]} -gt 0 ]; then
         sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
         $sudo apt-get update -q
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+        if [[ " ${missing[*]} " == *" nginx "* ]] && [ -d /run/systemd/system ]; then
+            $sudo systemctl disable --now nginx || true  # Debian's own service on port 80: the lab runs its own
+        fi
     fi
     [ -f node_modules/axe-core/axe.min.js ] || npm ci --no-audit --no-fund --silent
     if command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then

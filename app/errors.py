@@ -44,6 +44,8 @@ STORE_UNAVAILABLE = ErrorKind(503, "store_unavailable", "The job store is gone o
 WEBSOCKET_ONLY = ErrorKind(426, "websocket_only", "This address speaks WebSocket only (/api/stats/live).")
 SHUTTING_DOWN = ErrorKind(503, "shutting_down", "The box is shutting down; reconnect to follow your tickets.")
 TOO_MANY_CONNECTIONS = ErrorKind(503, "too_many_connections", "Every connection the box allows is in use; retry.")
+# Answered by the classroom front (app/front/nginx.conf), never by the box: one address's (or the class's) limit.
+FRONT_LIMIT = ErrorKind(429, "front_limit", "Too many requests at once or too fast from one address; see Retry-After.")
 
 TABLE: tuple[ErrorKind, ...] = (
     BAD_REQUEST,
@@ -73,6 +75,7 @@ TABLE: tuple[ErrorKind, ...] = (
     WEBSOCKET_ONLY,
     SHUTTING_DOWN,
     TOO_MANY_CONNECTIONS,
+    FRONT_LIMIT,
 )
 
 # Statuses the framework raises itself (routing, body reading), and the kind each becomes.

@@ -123,13 +123,18 @@ class Settings(BaseSettings):
     # A connection must deliver a whole request (headers and body) within this many seconds of
     # opening or of its previous answer, else it is closed (slow or silent clients).
     request_timeout_s: float = 10.0
-    # The classroom front (`just classroom`, app/front): Caddy terminates HTTPS and speaks HTTP/2 on
-    # this port, in front of the box's plain host/port. The name decides the certificate: Caddy's
-    # local CA for localhost or a LAN address, a real (ACME) certificate for a public domain.
+    # The classroom front (`just classroom`, app/front): nginx terminates HTTPS and speaks HTTP/2 on
+    # this port, in front of the box's plain host/port. LAB_DOMAIN is the host name or IP address the
+    # class types (checked: nothing else), the name on the certificate.
     https_port: int = 8443
     domain: str = "localhost"
-    # The front's local CA, certificates and log (created on first use; data/ is not committed).
-    front_state_dir: Path = PROJECT_ROOT / "data" / "caddy"
+    # The front's certificate for LAB_DOMAIN, its config, pid file and log (created on first use; data/ is
+    # not committed).
+    front_state_dir: Path = PROJECT_ROOT / "data" / "front"
+    # A public domain's real certificate and key (e.g. certbot's fullchain.pem and privkey.pem); without
+    # them the front makes a self-signed one for LAB_DOMAIN (browsers warn once).
+    front_cert: Path | None = None
+    front_key: Path | None = None
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000

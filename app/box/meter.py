@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from app.box.priority import take_back_seat
 from app.model import Ranking, Scorer, Wanted, in_order, score_each
 
 WINDOW_S = 60.0
@@ -68,7 +69,11 @@ class ReviewMeter:
         return in_order(self.score_each(texts), len(texts))
 
     def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
-        """The inner scorer's stream, measured from its start to its end (a call cut short is a call too)."""
+        """The inner scorer's stream, measured from its start to its end (a call cut short is a call too).
+
+        The calling thread takes the back seat first (app/box/priority.py): the door runs before inferences.
+        """
+        take_back_seat()
         with self._lock:
             started = self._clock()
             before = self._advance(started)

@@ -1,1 +1,1 @@
-"""The classroom front: Caddy terminating HTTPS and speaking HTTP/2 in front of the box."""
+"""The classroom front: nginx terminating HTTPS and speaking HTTP/2, with per-client limits, in front of the box."""

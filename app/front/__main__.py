@@ -1,11 +1,15 @@
-"""`python -m app.front` (`just classroom`): the box on its plain port, Caddy's HTTPS/HTTP2 front before it.
+"""`python -m app.front` (`just classroom`): the box on its plain port, nginx's HTTPS/HTTP2 front before it.
 
-Both run until Ctrl-C or SIGTERM (forwarded once to each: the box drains, Caddy stops) or until
-either exits on its own, which stops the other: a class never sees a front without a box behind it
-or a box it cannot reach.
+Before anything starts: LAB_DOMAIN must be a host name or an IP address, and both ports free (a
+taken one is named with the process holding it); the certificate is made and nginx's config
+checked. The address is printed only once the front answers /health from the box and the page
+has been fetched once through it, so the first student's load is as fast as the later ones.
+Both children die with this process, even by kill -9 (PR_SET_PDEATHSIG); Ctrl-C or SIGTERM is
+forwarded once to each (the box drains, nginx stops); either exiting on its own stops the other.
 """
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +17,12 @@ import time
 from types import FrameType
 
 from app.bench.serverproc import stop_process
-from app.front.caddy import front_url, start_caddy, wait_front
+from app.front.children import bound_to
+from app.front.domain import checked_domain
+from app.front.nginx import FrontConfig, ipv6_here, start_nginx, validate
+from app.front.ports import holder, taken
+from app.front.ready import front_url, wait_ready, warm
+from app.front.tls import certificate
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.front")
@@ -21,18 +30,57 @@ log = logging.getLogger("app.front")
 
 def start_box(settings: Settings) -> "subprocess.Popen[bytes]":
     argv = [sys.executable, "-m", "app.box", "--host", settings.host, "--port", str(settings.port)]
-    return subprocess.Popen(argv, cwd=PROJECT_ROOT, start_new_session=True)
+    return subprocess.Popen(argv, cwd=PROJECT_ROOT, start_new_session=True, preexec_fn=bound_to(os.getpid()))
+
+
+def taken_port(settings: Settings, ipv6: bool) -> str:
+    """One line naming the first taken port and its holder, or ''."""
+    wanted = [("0.0.0.0", settings.https_port, "LAB_HTTPS_PORT"), (settings.host, settings.port, "LAB_PORT")]
+    if ipv6:
+        wanted.insert(1, ("::", settings.https_port, "LAB_HTTPS_PORT"))
+    for host, port, setting in wanted:
+        if taken(host, port):
+            return f"Port {port} is taken by {holder(port)}: stop it, or choose another port with {setting}."
+    return ""
+
+
+def prepared(settings: Settings) -> FrontConfig | str:
+    """The front's config with its certificate, or one line saying why it cannot start."""
+    try:
+        domain = checked_domain(settings.domain)
+    except ValueError as err:
+        return f"{err}."
+    ipv6 = ipv6_here()
+    busy = taken_port(settings, ipv6)
+    if busy:
+        return busy
+    state_dir = settings.front_state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if (settings.front_cert is None) != (settings.front_key is None):
+        return "Set both LAB_FRONT_CERT and LAB_FRONT_KEY (a public domain's certificate and key), or neither."
+    try:
+        cert, key = settings.front_cert, settings.front_key
+        if cert is None or key is None:
+            cert, key = certificate(domain, state_dir / "tls")
+        upstream_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        upstream = f"[{upstream_host}]:{settings.port}" if ":" in upstream_host else f"{upstream_host}:{settings.port}"
+        config = FrontConfig(settings.https_port, upstream, state_dir, cert, key, ipv6)
+        complaint = validate(config)
+    except (OSError, ValueError, subprocess.SubprocessError) as err:
+        return f"The front cannot be prepared: {err}."
+    return f"nginx refuses the front's config: {complaint}" if complaint else config
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="classroom: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the readiness polls are not news
     settings = Settings()
-    upstream_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    upstream = f"{upstream_host}:{settings.port}"
-    url = front_url(settings.domain, settings.https_port)
-    state_dir = settings.front_state_dir
-    caddy = start_caddy(domain=settings.domain, https_port=settings.https_port, upstream=upstream, state_dir=state_dir)
+    config = prepared(settings)
+    if isinstance(config, str):
+        log.error("%s", config)
+        return 2
+    url = front_url(checked_domain(settings.domain), settings.https_port)
+    local = front_url("127.0.0.1", settings.https_port)  # what this machine asks, whatever name the class uses
     stopping = False
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -41,22 +89,19 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    try:
-        wait_front(url, caddy)
-    except RuntimeError as error:
-        log.error("The front did not start (%s); see %s", error, state_dir / "caddy.log")
-        return 1
-    except TimeoutError:  # a public domain's first certificate can take longer: Caddy keeps trying
-        log.warning("%s does not answer yet (a certificate being obtained?); see %s", url, state_dir / "caddy.log")
-    log.info("%s  the class's address (HTTPS, HTTP/2) -> the box at http://%s", url, upstream)
-    log.info("Caddy's own CA signs localhost and LAN names: browsers warn once; log: %s", state_dir / "caddy.log")
     box = start_box(settings)
-    while not stopping and box.poll() is None and caddy.poll() is None:
+    proxy = start_nginx(config, preexec=bound_to(os.getpid()))
+    log.info("Starting the box and the front (the box loads its model: about a minute)…")
+    if wait_ready(local, [box, proxy], lambda: stopping):
+        warm(local)
+        log.info("%s  the class's address (HTTPS, HTTP/2) -> the box at http://%s", url, config.upstream)
+        log.info("Self-signed for %s unless LAB_FRONT_CERT is set: browsers warn once; log: %s", url, config.state_dir)
+    while not stopping and box.poll() is None and proxy.poll() is None:
         time.sleep(0.2)
-    if caddy.poll() is not None and not stopping:
-        log.error("Caddy exited with %s; stopping the box. See %s", caddy.returncode, state_dir / "caddy.log")
+    if proxy.poll() is not None and not stopping:
+        log.error("nginx exited with %s; stopping the box. See %s", proxy.returncode, config.state_dir / "error.log")
+    stop_process(proxy, limit_s=10)
     stop_process(box, limit_s=60)
-    stop_process(caddy, limit_s=10)
     return 0 if stopping else 1
 
 

@@ -1,4 +1,4 @@
-"""Through the classroom front (Caddy, HTTPS): burst.py, Swagger, event streams, the live socket, and 502 on a death."""
+"""Through the classroom front (nginx, HTTPS): burst.py, Swagger, event streams, the live socket, and 502 on a death."""
 
 import asyncio
 import json

@@ -1,7 +1,7 @@
 """The burst page through the classroom front, as a class sees it: HTTP/2, twelve at once on the box, a death as 502.
 
-Real headless Chromium against Caddy (tls internal, so the page's context ignores the local CA's
-certificate) in front of a real box with the tiny model.
+Real headless Chromium against the nginx front (its self-signed certificate ignored by the page's
+context) in front of a real box with the tiny model.
 """
 
 import contextlib
@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from app.bench.live import live_server, slowed
+from app.front.ready import warm
 from tests.box.test_box_live import CAP, boxed
 from tests.browser import browser
 from tests.front_proxy import fronted
@@ -79,6 +80,21 @@ def burst_from_the_page(browser: Browser, page_url: str, box_url: str) -> tuple[
     protocols: list[str] = page.evaluate(PROTOCOLS)
     page.context.close()
     return protocols, seen.most
+
+
+LOADED = """() => performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
+  .filter((e) => e.name.startsWith(location.origin)).map((e) => new URL(e.name).pathname)"""
+
+
+def test_the_fronts_warm_up_fetches_everything_a_first_page_load_asks_for(browser: Browser) -> None:
+    """The front prints its address only after `warm` (app/front/ready.py): the first student pays for nothing new."""
+    with live_server() as server, fronted(server.url) as front:
+        warmed = set(warm(front.url))
+        page = open_page(browser, front.url)
+        loaded = set(page.evaluate(LOADED))
+        page.context.close()
+    assert "/" in loaded and any(path.endswith(".js") for path in loaded)
+    assert loaded <= warmed, loaded - warmed
 
 
 def test_the_pages_burst_of_12_reaches_the_box_at_once_over_http2_and_in_sixes_without(browser: Browser) -> None:

@@ -1,0 +1,109 @@
+"""The front's nginx: its config rendered from the committed template, its process started and checked.
+
+nginx runs in the foreground under the launcher (it dies with it), with its pid file, log,
+temporary files and config in the front's state folder, so a class, the tests and other
+checkouts never share one. Nothing a setting holds reaches the config unchecked: ports are
+numbers, paths are refused if they hold a quote, `$`, `;`, a brace or a control character,
+and LAB_DOMAIN never appears in it at all (it is only in the certificate and the address).
+"""
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import FRONT_LIMIT, error_body
+
+__all__ = ["FrontConfig", "nginx_binary", "render", "start_nginx", "validate"]
+
+TEMPLATE = Path(__file__).with_name("nginx.conf")
+SAFE_PATH = re.compile(r"^[^\"'\\$;{}\x00-\x1f\x7f]+$")
+LIMIT_DETAIL = "Too many requests at once or too fast from your address (or from the whole class); retry shortly."
+
+
+@dataclass(frozen=True)
+class FrontConfig:
+    https_port: int
+    upstream: str  # host:port of the box, loopback
+    state_dir: Path
+    cert: Path
+    key: Path
+    ipv6: bool = False
+
+
+def nginx_binary() -> str:
+    """Debian's nginx (`just classroom` and `just setup` install it); /usr/sbin is not on every user's PATH."""
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+    if found is None:
+        raise FileNotFoundError("nginx is missing: `just setup` installs Debian's package")
+    return found
+
+
+def ipv6_here() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def checked_path(path: Path) -> str:
+    text = str(path.resolve())
+    if not SAFE_PATH.match(text):
+        raise ValueError(f"{text!r} cannot go into the front's config (quote, $, ;, brace or control character)")
+    return text
+
+
+def render(config: FrontConfig) -> str:
+    """The template with every placeholder filled, or ValueError for a value that cannot go in."""
+    if not 1 <= config.https_port <= 65535:
+        raise ValueError(f"LAB_HTTPS_PORT={config.https_port} is not a port (1-65535)")
+    host, _, port = config.upstream.rpartition(":")
+    if not re.fullmatch(r"[0-9.]+|\[[0-9a-fA-F:]+\]", host) or not port.isdigit():
+        raise ValueError(f"the box's address {config.upstream!r} must be an IP literal and a port")
+    body = json.dumps(error_body(FRONT_LIMIT, LIMIT_DETAIL), ensure_ascii=True)
+    if set(body) & {"'", "\\", "$"}:  # nginx would unescape or interpolate them in a quoted string
+        raise ValueError("the front's refusal body must hold no quote, backslash or $")
+    listen6 = f"        listen [::]:{config.https_port} ssl http2 ipv6only=on;" if config.ipv6 else ""
+    values = {
+        "@STATE@": checked_path(config.state_dir),
+        "@PORT@": str(config.https_port),
+        "@LISTEN6@": listen6,
+        "@CERT@": checked_path(config.cert),
+        "@KEY@": checked_path(config.key),
+        "@UPSTREAM@": config.upstream,
+        "@LIMIT_BODY@": body,
+    }
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+def write(config: FrontConfig) -> Path:
+    for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (config.state_dir / "tmp" / sub).mkdir(parents=True, exist_ok=True)
+    path = config.state_dir / "nginx.conf"
+    path.write_text(render(config), encoding="utf-8")
+    return path
+
+
+def validate(config: FrontConfig) -> str:
+    """`nginx -t` on the rendered config: '' when nginx accepts it, else what it said."""
+    path = write(config)
+    argv = [nginx_binary(), "-t", "-q", "-p", str(config.state_dir), "-e", str(config.state_dir / "error.log")]
+    result = subprocess.run([*argv, "-c", str(path)], capture_output=True, text=True, timeout=30, check=False)
+    return "" if result.returncode == 0 else (result.stderr or result.stdout).strip()
+
+
+def start_nginx(config: FrontConfig, preexec: Callable[[], None] | None = None) -> "subprocess.Popen[bytes]":
+    """nginx in the foreground on the rendered config; its messages go to the state folder's error.log."""
+    path = write(config)
+    argv = [nginx_binary(), "-p", str(config.state_dir), "-e", str(config.state_dir / "error.log"), "-c", str(path)]
+    with (config.state_dir / "error.log").open("ab") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
