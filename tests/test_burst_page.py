@@ -5,6 +5,7 @@ browser opens at most six connections to one server, and these tests assert what
 (rather than what an ideal simultaneous burst would do): see `burst.py` for the latter.
 """
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -64,7 +65,15 @@ def burst_requests() -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def fire(page: Page, burst_requests: dict[str, list[str]]) -> Callable[..., list[Row]]:
+def burst_texts() -> dict[str, list[str]]:
+    """The review text of every POST the page sent during each path's burst (filled by `fire`)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def fire(
+    page: Page, burst_requests: dict[str, list[str]], burst_texts: dict[str, list[str]]
+) -> Callable[..., list[Row]]:
     """Fire one burst per path at most once per module and return its rows (and a screenshot).
 
     `while_running` is a JS condition that must hold at some moment before the burst ends.
@@ -77,6 +86,8 @@ def fire(page: Page, burst_requests: dict[str, list[str]]) -> Callable[..., list
 
             def record(request: Request) -> None:
                 seen.append(f"{request.method} {request.url}")
+                if request.method == "POST":
+                    burst_texts.setdefault(path, []).append(json.loads(request.post_data or "{}").get("text", ""))
 
             page.on("request", record)
             try:
@@ -159,6 +170,16 @@ def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[.
     queued_in_browser = [r for r in rows if float(r["browserMs"]) >= 0.9 * SECONDS_PER_REVIEW * 1000]
     assert len(queued_in_browser) >= BURST - BROWSER_CONNECTIONS, [r["browserMs"] for r in rows]
     assert_bars_follow_server_timing(rows)
+
+
+def test_the_pages_first_burst_sends_the_first_samples_as_burst_py_does(
+    fire: Callable[..., list[Row]], burst_texts: dict[str, list[str]]
+) -> None:
+    """The same crowd from the page and from `just burst`: the first burst of n is samples 1..n (tagged)."""
+    fire("naive")  # the module's first burst
+    samples = [s["text"] for s in json.loads((ROOT / "app" / "data" / "sample_reviews.json").read_text("utf-8"))]
+    sent = sorted(burst_texts["naive"], key=lambda text: int(text.rsplit("-", 1)[1]))
+    assert [text.rsplit(" #", 1)[0] for text in sent] == samples[:BURST]
 
 
 def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callable[..., list[Row]]) -> None:

@@ -30,9 +30,10 @@ export async function loadSamples() {
 
 /** A new burst of `n` rows (each "sent") and its tag; "distinct" texts end in `#tag-i`, "repeat" are one review. */
 export function newBurst(path, n, mode, retry = false) {
+  // A page's first burst sends the first n samples, as `just burst` does: the same crowd from either client.
+  const offset = (fired * n) % samples.length;
   fired += 1;
   const tag = `${pageTag}${fired}`;
-  const offset = (fired * n) % samples.length;
   const texts =
     mode === "repeat"
       ? Array(n).fill(samples[0])
