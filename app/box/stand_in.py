@@ -39,7 +39,9 @@ class HeldMemory:
     """`size` bytes of anonymous memory with every page written: resident and charged to the box until closed."""
 
     def __init__(self, size: int) -> None:
-        self._pages = mmap.mmap(-1, max(size, PAGE)) if size > 0 else None
+        # Private anonymous pages, as a library's heap is: counted in the RSS and the cgroup's anonymous memory.
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        self._pages = mmap.mmap(-1, max(size, PAGE), flags=flags) if size > 0 else None
         if self._pages is not None:
             block = b"\x5a" * (1 << 20)
             for start in range(0, len(self._pages), len(block)):
