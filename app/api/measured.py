@@ -28,6 +28,7 @@ class NaiveBursts:
     slowest_s: float
     p50_s: float
     peak_of_cap_pct: int
+    deaths: int  # the box's deaths during the burst of 12 (the kernel at its memory cap)
     big_sent: int
     big_served: int
     big_deaths: int
@@ -56,6 +57,7 @@ def naive_bursts(path: Path = BURSTS) -> NaiveBursts | None:
             slowest_s=round(max(served), 1) if served else 0.0,
             p50_s=round(small["p50_s"], 1),
             peak_of_cap_pct=round(small["peak_rss_mb"] * 2**20 * 100 / MEMORY_CAP_BYTES),
+            deaths=small.get("box_deaths") or 0,
             big_sent=big["clients"],
             big_served=big["served"],
             big_deaths=big.get("box_deaths") or 0,

@@ -16,11 +16,18 @@ BLOCK = re.compile(r"(<!-- measured: bursts -->\n)(.*?)(\n<!-- /measured -->)", 
 def sentence(m: NaiveBursts) -> str:
     deaths = f", the box dying {m.big_deaths} time{'s' if m.big_deaths != 1 else ''} meanwhile" if m.big_deaths else ""
     big = f"a burst of {m.big_sent} got {m.big_served} answers{deaths}"
-    return (
-        f"Under the box (`just bench`, {m.when} on {m.host}), a burst of {m.sent} on ① was answered "
-        f"{m.served} times in {m.fastest_s}–{m.slowest_s} s (median {m.p50_s} s, memory up to "
-        f"{m.peak_of_cap_pct} % of the cap), and {big} ([docs/bench/bursts.md](docs/bench/bursts.md))."
-    )
+    if m.deaths:
+        small = (
+            f"a burst of {m.sent} on ① got {m.served} answers: the kernel killed the box at its memory cap "
+            f"({m.deaths} death{'s' if m.deaths != 1 else ''})"
+        )
+    else:
+        small = (
+            f"a burst of {m.sent} on ① was answered {m.served} times in {m.fastest_s}–{m.slowest_s} s "
+            f"(median {m.p50_s} s, memory up to {m.peak_of_cap_pct} % of the cap)"
+        )
+    where = "([docs/bench/bursts.md](docs/bench/bursts.md))"
+    return f"Under the box (`just bench`, {m.when} on {m.host}), {small}, and {big} {where}."
 
 
 def rendered(text: str, m: NaiveBursts) -> str:

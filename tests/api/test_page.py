@@ -82,7 +82,9 @@ async def test_the_naive_note_quotes_the_committed_bursts_with_date_and_host(lab
     async with lab_client(GatedScorer(gated=False)) as client:
         html = (await client.get("/")).text
     note = html[html.index('data-path-note="naive"') : html.index('data-path-note="limited"')]
-    quoted = (measured.when, measured.host, f"{measured.fastest_s}초", f"{measured.peak_of_cap_pct} %")
+    died = (f"커널이 상자를 죽였고({measured.deaths}번)", f"{measured.served}개만") if measured.deaths else ()
+    lived = () if measured.deaths else (f"{measured.fastest_s}초", f"{measured.peak_of_cap_pct} %")
+    quoted = (measured.when, measured.host, *died, *lived)
     for value in quoted:
         assert value in note, value
 
