@@ -89,7 +89,9 @@ class Handover:
     def _left(self, waiter: Waiter) -> None:
         """The member's client left (its future was cancelled just now)."""
         with self._lock:
-            i = next(i for i, member in enumerate(self._members) if member is waiter)
+            i = next((i for i, member in enumerate(self._members) if member is waiter), None)
+            if i is None:  # not ours (any more): nothing to leave out
+                return
             if not self._taken:
                 del self._members[i]
                 self.left_out += 1
