@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.clock import ServiceClock
 from app.model import Ranking, Scorer, Wanted, score_each
 from app.room import Room
-from app.turn import Each, Turn
+from app.turn import Each, Take, Turn
 
 log = logging.getLogger(__name__)
 
@@ -168,19 +168,16 @@ class InferenceLane:
             job.abandoned = True
             raise
 
-    def turn(self) -> Turn[LaneResult]:
-        """A place in the FIFO whose texts are chosen when the lane reaches it (③ forms its batch then)."""
-        with self._lock:  # inferences begun so far, less the one running now: this turn waits for any other
-            turn: Turn[LaneResult] = Turn(self._begun - (self.busy_since is not None))
-        self._queue.put(turn)
-        return turn
+    def turn(self, take: Take[LaneResult]) -> None:
+        """A place in the FIFO whose texts are taken when the lane reaches it (③ forms its batch then): the lane
+        calls `take` on its thread and infers what it returns at once, or goes on to its next work."""
+        with self._lock:  # inferences begun so far, less the one running now: `take` learns if it waited for others
+            self._queue.put(Turn(take, self._begun - (self.busy_since is not None)))
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
             if isinstance(job, Turn):
-                texts = job.reached_front(self._begun)
-                if texts and job.result.set_running_or_notify_cancel():
-                    self._infer(_Job(texts, None, job.result, text_chars(texts), each=job.each, wanted=job.wanted))
+                self._take(job)
                 continue
             with self._lock:
                 self._pending -= len(job.texts)
@@ -193,6 +190,15 @@ class InferenceLane:
                 job.future.set_exception(DeadlinePassed())
                 continue
             self._infer(job)
+
+    def _take(self, turn: Turn[LaneResult]) -> None:
+        try:
+            got = turn.take(self._begun > turn.begun_before)
+        except Exception:  # an owner's bug must never kill the lane
+            log.exception("a turn's owner failed to hand over its work")
+            return
+        if got is not None:
+            self._infer(_Job(got.texts, None, got.result, text_chars(got.texts), each=got.each, wanted=got.wanted))
 
     def _infer(self, job: _Job) -> None:
         """The lane is idle again before the job's future resolves: whoever sees a result sees the lane as it is."""
@@ -215,15 +221,14 @@ class InferenceLane:
             job.future.set_exception(outcome)
 
     def _score(self, job: _Job, started: float) -> LaneResult | Exception:
-        """Each review goes to `job.each` once scored, but the last, which goes out with the result once the lane is
-        idle (so its caller, sending again, finds the lane free); those nobody awaits are left out at the next call."""
+        """Each review goes to `job.each` as it is scored; those nobody awaits are left out at the next call."""
         rankings: list[Ranking | None] = [None] * len(job.texts)
         try:
             if job.on_start is not None:
                 job.on_start()
             for i, ranking in score_each(self._scorer, job.texts, job.awaited):
                 rankings[i] = ranking
-                if job.each is not None and any(r is None and job.awaited(j) for j, r in enumerate(rankings)):
+                if job.each is not None:
                     job.each(i, ranking, started, time.monotonic())
             missing = [i for i, r in enumerate(rankings) if r is None and job.awaited(i)]
             if missing:

@@ -1,62 +1,40 @@
-"""A place in the lane's FIFO whose work is chosen when the lane reaches it: how ③ pulls its batches."""
+"""A turn on the lane whose work its owner has handed over by the time the lane gets there: how ③ feeds the lane.
 
-import logging
+The lane never waits for an owner. When it reaches a turn it calls the owner's `Take`, on its own
+thread, which answers at once from what the owner had handed over until then (a thread-safe batch
+the owner's loop fills): a batch to infer now, or None, and the lane moves on to its next work.
+"""
+
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from app.model import Ranking, Wanted
 
-log = logging.getLogger(__name__)
 R = TypeVar("R")
 # Called on the lane thread as each review of a job is scored: (index, ranking, started_at, finished_at).
 Each = Callable[[int, Ranking, float, float], None]
-FILL_GUARD_S = 60.0  # an owner that never fills its turn must not hold the lane for ever
 
 
+@dataclass(frozen=True, slots=True)
+class Pulled(Generic[R]):
+    """What an owner gives the lane at its turn: texts to infer at once, and where what the lane makes of them goes."""
+
+    texts: Sequence[str]
+    result: "Future[R]"  # set on the lane thread once the lane is idle again
+    each: Each  # every review as it is scored; who is answered when is the owner's business
+    wanted: Wanted  # is review i still awaited? thread-safe, asked before each model call
+
+
+# Called on the lane thread when it reaches the turn; True if the lane ran other work since the turn was queued.
+# Must not block: it returns what is there (None: nothing, the turn is skipped).
+Take = Callable[[bool], Pulled[R] | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Turn(Generic[R]):
-    """`reached` resolves when the lane gets to this turn; the lane then waits for `fill(texts)`.
+    """A turn waiting in the lane's FIFO."""
 
-    So a batch is formed at the moment the model can take it, on the owner's event loop, from
-    whatever is waiting then (text-embeddings-inference's NextBatch, in Python). An empty fill
-    (everyone left) gives the turn up; the owner fills every turn it was granted.
-
-    `waited`, once `reached` is done, says whether the lane ran other work before it got here:
-    the lane counts the inferences it begins, and the turn starts from the count it was queued at.
-    """
-
-    def __init__(self, begun_before: int = 0) -> None:
-        self._begun_before = begun_before  # the lane's count of inferences begun, the running one not included
-        self.waited = False
-        self.reached: Future[None] = Future()
-        self.result: Future[R] = Future()
-        self._texts: Future[Sequence[str]] = Future()
-        self.each: Each | None = None
-        self.wanted: Wanted | None = None
-
-    def fill(
-        self,
-        texts: Sequence[str],
-        *,
-        each: Each | None = None,
-        wanted: Wanted | None = None,
-    ) -> "Future[R]":
-        """Called by the owner once `reached` is done; the lane infers `texts` at once, handing each review to
-        `each` as it is scored and leaving out those `wanted` gives up on."""
-        self.each, self.wanted = each, wanted
-        self._texts.set_result(texts)
-        return self.result
-
-    def reached_front(self, begun: int) -> Sequence[str]:
-        """On the lane thread, `begun` inferences in: a turn withdrawn before the front is skipped; a granted one
-        waits for its texts."""
-        if not self.reached.set_running_or_notify_cancel():
-            return ()
-        self.waited = begun > self._begun_before
-        self.reached.set_result(None)
-        try:
-            return self._texts.result(timeout=FILL_GUARD_S)
-        except TimeoutError:
-            log.error("a batcher was granted the lane and never filled its turn; the lane moved on")
-            self.result.set_exception(RuntimeError("turn not filled in time"))
-            return ()
+    take: Take[R]
+    begun_before: int  # the lane's count of inferences begun when it was queued, the running one not included

@@ -1,7 +1,7 @@
 """One batch of ③'s and what the batcher shows: why a batch goes, each request's future, and how a result reaches it.
 
-The batcher (batched.py) decides when a batch goes; this module holds what is the same for
-every batch, so that the scheduling reads on its own.
+The batcher (batched.py) decides when a batch goes and the handover (handover.py) carries it to the
+lane and back; this module holds what is the same for every batch, so that the scheduling reads on its own.
 """
 
 import asyncio
@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 
 from app.errors import InferenceFailed
 from app.lane import LaneResult
-from app.model import Ranking, Wanted
 from app.paths import Outcome
 from app.tally import TallySnapshot
-from app.turn import Each
 
 # Why a batch went to the lane: it filled up, its window ended, or the lane came free for it.
 # The collector exports each at 0 from the start (app/metrics.py's catalogue names the metric).
@@ -32,33 +30,28 @@ class BatcherSnapshot:
     rejections: dict[str, int]
 
 
+class Reply(asyncio.Future[Outcome]):
+    """A waiter's future, which says at once when it is cancelled (its client left), not a loop step later as a
+    done-callback would: the batch it was handed over in leaves it out even if the lane takes the batch next."""
+
+    def __init__(self) -> None:
+        super().__init__(loop=asyncio.get_running_loop())
+        self.on_cancel: Callable[[], None] | None = None
+
+    def cancel(self, msg: object = None) -> bool:
+        cancelled = super().cancel(msg)
+        if cancelled and self.on_cancel is not None:
+            self.on_cancel()
+        return cancelled
+
+
 @dataclass(slots=True)
 class Waiter:
     """One request held in a batch: its text, the future its handler awaits, when it arrived."""
 
     text: str
-    future: "asyncio.Future[Outcome]"
+    future: Reply = field(default_factory=Reply)
     arrived: float = field(default_factory=time.monotonic)
-
-
-def hand_over(batch: list[Waiter], number: int, answered: Callable[[], None]) -> tuple[Each, Wanted]:
-    """What the lane thread calls during `batch`: `each` passes a scored member to the event loop, which
-    answers it at once (then calls `answered`); `wanted` says whether a member is still awaited (reading
-    a future's state from the lane thread is safe: a done future stays done)."""
-    loop = asyncio.get_running_loop()
-
-    def answer(waiter: Waiter, ranking: Ranking, started: float, finished: float) -> None:
-        if not waiter.future.done():
-            waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, len(batch), number))
-            answered()
-
-    def each(i: int, ranking: Ranking, started: float, finished: float) -> None:
-        loop.call_soon_threadsafe(answer, batch[i], ranking, started, finished)
-
-    def wanted(i: int) -> bool:
-        return not batch[i].future.done()
-
-    return each, wanted
 
 
 def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
@@ -68,7 +61,7 @@ def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
 
 def resolve(batch: list[Waiter], result: LaneResult, number: int | None = None) -> None:
     """Each waiter still waiting gets its ranking, its own wait and the batch's inference time: the last member,
-    and any whose answer `hand_over` has not delivered yet (the others were answered as they finished)."""
+    and any whose answer the loop had not read yet (the others were answered as they finished: handover.py)."""
     for w, ranking in zip(batch, result.rankings, strict=True):
         if w.future.done():
             continue

@@ -5,13 +5,13 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 
 from app.errors import BoxFull
-from app.lane import InferenceLane, LaneResult
+from app.lane import InferenceLane
 from app.paths import Outcome
 from app.registry import Load, spec
-from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, hand_over, resolve
+from app.strategies.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
+from app.strategies.handover import Handover
 from app.tally import BATCH_SIZE_BUCKETS, Tally
 
 SPEC = spec("batched")
@@ -26,18 +26,20 @@ class MicroBatcher:
     - if it found the loop waiting and the lane idle, hold it up to `window_s` for company, or until
       `max_size` are waiting (`timer`, `full`); requests that arrive while the lane is busy, our own
       last batch included, get no window;
-    - take a turn on the lane (`InferenceLane.turn`) and, when the lane reaches it, form the batch
-      from whoever is waiting then, oldest first, up to `max_size`: so a batch is formed when the
-      model can take it and never queues behind other work while it could still grow. A batch
-      that waited for the lane goes as `lane_free`, or `full` if it filled up meanwhile.
+    - take a turn on the lane (`InferenceLane.turn`) and hand the oldest waiters over to it
+      (a `Handover`, up to `max_size`), and every newcomer after them, until the lane reaches the
+      turn and takes whoever was handed over: so a batch is formed when the model can take it and
+      never queues behind other work while it could still grow, and the lane never waits for this
+      loop. A batch that waited for the lane goes as `lane_free`, or `full` if it filled up meanwhile;
+    - answer each member as the lane scores it (the `Handover` decides who goes out when), and go
+      round again once the batch is done. At most one batch of ours is on the lane.
 
     Why a batch goes is decided from what this loop waited for (its own queue when it came round,
     its window, whether its turn waited behind other work), never from the lane's busy flag read
     while our own batch is being handed over: that flag lags the lane thread, so a request that
-    came just after a `full` batch was once labelled `timer` though it waited for that batch;
-    - infer it, resolve each future, and go round again. At most one batch of ours is on the lane.
+    came just after a `full` batch was once labelled `timer` though it waited for that batch.
 
-    A waiter whose client left before its batch was formed is left out (and counted). If a batch
+    A waiter whose client left before its batch was taken is left out (and counted). If a batch
     fails, each member is retried alone, so one text the model cannot score fails only its own request.
 
     With `max_wait_s` > 0, a newcomer whose predicted wait is longer is refused at once
@@ -54,9 +56,9 @@ class MicroBatcher:
         self._max_size = max_size
         self._max_wait_s = max_wait_s
         self._queue: deque[Waiter] = deque()
-        self._arrived = asyncio.Event()  # set by run(), cleared by the loop when it looks
+        self._arrived = asyncio.Event()  # set by run() and the handover (taken, a member left), cleared by the loop
         self._task: asyncio.Task[None] | None = None
-        self.in_flight = 0  # reviews of the batch the lane is inferring now
+        self._handover: Handover | None = None  # this round's batch, on its way to the lane or on it
         self.last_batch_size = 0
         self.skipped_gone = 0
         self._numbered = 0  # batches handed to the lane: each answer says which one it rode (X-Batch-Id)
@@ -97,8 +99,16 @@ class MicroBatcher:
 
     @property
     def gathering(self) -> int:
-        """Requests queued here, not yet in a batch."""
-        return len(self._queue)
+        """Requests here that the lane has not taken yet: handed over for our turn, or queued behind."""
+        return len(self._held())
+
+    @property
+    def in_flight(self) -> int:
+        """Reviews of the batch the lane has taken that have not been answered yet."""
+        return 0 if self._handover is None else self._handover.in_flight()
+
+    def _held(self) -> list[Waiter]:
+        return ([] if self._handover is None else self._handover.waiting()) + list(self._queue)
 
     @property
     def waiting(self) -> int:
@@ -106,7 +116,7 @@ class MicroBatcher:
 
     def held_s(self) -> list[float]:
         """Seconds each batch the queue will make takes on the lane, oldest first (tickets' ETAs count them)."""
-        queued = list(self._queue)
+        queued = self._held()
         chunks = [queued[i : i + self._max_size] for i in range(0, len(queued), self._max_size)]
         return [self._lane.clock.estimate_s(len(c), sum(len(w.text) for w in c)) for c in chunks]
 
@@ -139,7 +149,7 @@ class MicroBatcher:
                 reason="queue_too_long",
                 waited_s=0.0,
             )
-        waiter = Waiter(text, asyncio.get_running_loop().create_future())
+        waiter = Waiter(text)
         self._queue.append(waiter)
         self._arrived.set()
         self._lane.room.changed()
@@ -156,29 +166,17 @@ class MicroBatcher:
                 window_ends = self._queue[0].arrived + self._window_s
                 filled = await self._until(lambda: len(self._queue) >= self._max_size, window_ends)
                 reason = "full" if filled else "timer"
-            turn = self._lane.turn()
             turns += 1
+            handover = self._handover = Handover(self._max_size, self._numbered + 1, self._arrived.set)
             try:
-                await asyncio.wrap_future(turn.reached)
+                await self._hand_over(handover, reason)
             except asyncio.CancelledError:
-                turn.reached.cancel()
-                turn.fill(())  # granted just now after all: give the lane back at once
+                for w in handover.withdraw():
+                    fail(w, RuntimeError("the lab is stopping"), len(handover.batch))
                 raise
-            if reason == "timer" and turn.waited:  # the window ended, then other work held the lane
-                reason = "lane_free"
-            batch = self._take()
-            self._lane.room.changed()
-            # An empty batch gives the turn up. Each member is answered as soon as its own pairs are scored,
-            # and one whose client left stops costing pairs at the model's next call.
-            if batch:
-                self._numbered += 1
-            each, wanted = hand_over(batch, self._numbered, self._member_answered)
-            result = turn.fill([w.text for w in batch], each=each, wanted=wanted)
-            if batch:
-                await self._infer(batch, "full" if len(batch) == self._max_size else reason, result, self._numbered)
 
     async def _until(self, ready: Callable[[], bool], deadline: float | None = None) -> bool:
-        """Wait on arrivals until `ready()`; False if the monotonic `deadline` passed first."""
+        """Wait on arrivals and the handover's news until `ready()`; False if the monotonic `deadline` passed first."""
         try:
             async with asyncio.timeout(None if deadline is None else max(deadline - time.monotonic(), 0.0)):
                 while not ready():
@@ -192,39 +190,42 @@ class MicroBatcher:
         """Nobody else's work on the lane or ahead of us (ours is not: the loop is not inferring when it asks)."""
         return not self._lane.busy and self._lane.pending_reviews == 0
 
-    def _take(self) -> list[Waiter]:
-        """Up to `max_size` waiters, oldest first, leaving out those whose client has gone."""
-        batch: list[Waiter] = []
-        while self._queue and len(batch) < self._max_size:
-            waiter = self._queue.popleft()
+    def _feed(self, handover: Handover) -> bool:
+        """Hand the oldest waiters over while the batch has room, dropping (and counting) those whose client
+        left; True once the lane has taken the batch."""
+        while self._queue and not handover.seen:
+            waiter = self._queue[0]
             if waiter.future.done():
+                self._queue.popleft()
                 self.skipped_gone += 1
+            elif handover.offer(waiter):
+                self._queue.popleft()
             else:
-                batch.append(waiter)
-        return batch
+                break
+        return handover.seen
 
-    def _member_answered(self) -> None:
-        self.in_flight -= 1
-
-    async def _infer(self, batch: list[Waiter], reason: str, result: "Future[LaneResult]", number: int) -> None:
-        """The lane started `batch` when we filled the turn: it is in flight until its result."""
-        self._closed[reason] += 1
+    async def _hand_over(self, handover: Handover, reason: str) -> None:
+        """Feed our turn until the lane takes it, then see the batch through: one batch of ours at a time."""
+        self._feed(handover)
+        self._lane.turn(handover.take)
+        await self._until(lambda: self._feed(handover))
+        batch = handover.batch
+        self.skipped_gone += handover.left_out
+        self._lane.room.changed()
+        if not batch:  # everyone left: the lane moved on
+            return
+        self._numbered = handover.number
+        if reason == "timer" and handover.waited:  # the window ended, then other work held the lane
+            reason = "lane_free"
+        self._closed["full" if len(batch) == handover.max_size else reason] += 1
         self._sizes.observe(len(batch))
-        self.in_flight = len(batch)
         try:
-            done = await asyncio.wrap_future(result)
-        except asyncio.CancelledError:
-            for w in batch:
-                fail(w, RuntimeError("the lab is stopping"), len(batch))
-            raise
+            done = await handover.finished
         except Exception as exc:
-            self.in_flight = 0
             await self._retry_alone(batch, exc)
             return
-        finally:
-            self.in_flight = 0
         self.last_batch_size = len(batch)
-        resolve(batch, done, number)
+        resolve(batch, done, handover.number)
 
     async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
         """A batch failed: score each member alone, so only the text that fails gets an error."""

@@ -3,6 +3,7 @@
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -223,27 +224,32 @@ async def test_the_lane_is_idle_again_when_a_result_is_out(lane: InferenceLane, 
     assert seen == [False]
 
 
+def turn_on(lane: InferenceLane) -> "Future[bool]":
+    """A turn that hands the lane nothing; it resolves with what the lane said when it got there (waited or not)."""
+    reached: Future[bool] = Future()
+
+    def take(waited: bool) -> None:
+        reached.set_result(waited)
+
+    lane.turn(take)
+    return reached
+
+
 async def test_a_turn_says_whether_the_lane_ran_other_work_before_reaching_it(
     lane: InferenceLane, scorer: GatedScorer
 ) -> None:
-    first = lane.turn()  # the lane is idle: reached at once
-    await asyncio.wrap_future(first.reached)
-    first.fill(())
-    assert first.waited is False
+    first = turn_on(lane)  # the lane is idle: reached at once
+    assert await asyncio.wrap_future(first) is False
 
     blocker = await hold_lane(lane, scorer)  # another path's job is running
-    behind_running = lane.turn()
+    behind_running = turn_on(lane)
     gone = lane.submit(["떠난 손님"])  # queued ahead of the next turn, withdrawn before it starts
     gone.cancel()
     scorer.release()
     await blocker
-    await asyncio.wrap_future(behind_running.reached)
-    behind_running.fill(())
-    behind_skipped = lane.turn()
-    await asyncio.wrap_future(behind_skipped.reached)
-    behind_skipped.fill(())
-    assert behind_running.waited is True
-    assert behind_skipped.waited is False  # the withdrawn job never ran
+    assert await asyncio.wrap_future(behind_running) is True
+    behind_skipped = turn_on(lane)
+    assert await asyncio.wrap_future(behind_skipped) is False  # the withdrawn job never ran
     assert scorer.calls == [["다른 경로의 리뷰"]]
 
 
