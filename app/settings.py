@@ -35,11 +35,11 @@ class Settings(BaseSettings):
     # Path 2: one inference in flight plus this many waiting seats.
     limited_seats: int = 4
     limited_max_wait_s: float = 15.0
-    # A 429 from path 2 holds a seat for its client (a Seat-Hold token) until this long after its
-    # Retry-After (0 = no holds: a refusal promises nothing). Holds count as taken seats.
+    # A 429 from path 2 holds a seat for its client (a Seat-Hold token) for when its Retry-After says; a
+    # returner up to this long late still goes first for the next seat (0 = no holds: a refusal promises nothing).
     limited_hold_grace_s: float = 3.0
-    # Holds are promised at most this many reviews ahead (15 s on a 1 s box, and as many holds on a slower
-    # host); past it a 429 carries only its Retry-After.
+    # Holds are promised only for seats that free before this many more reviews end (15 s on a 1 s box, and
+    # as many holds on a slower host); past it a 429 carries only its Retry-After.
     limited_hold_horizon_reviews: int = 15
 
     # Path 3: gather for this long after the first arrival, or until this many.

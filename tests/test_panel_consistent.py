@@ -1,8 +1,8 @@
-"""The status panel never contradicts itself while a burst runs: every render it draws is checked.
+"""The status panel never contradicts itself, or the bars, while a burst runs: every render it draws is checked.
 
 Real headless Chromium against a real server (the tiny model slowed to 0.5 s a review, burning CPU).
 A MutationObserver keeps what each render of the panel showed at once: the CPU line, the waiting
-total and the rows' in-flight and waiting counts, so no moment between two looks can hide a
+total, ②'s seats and the rows' in-flight and waiting counts, so no moment between two looks can hide a
 contradiction.
 """
 
@@ -27,6 +27,8 @@ WATCH = """() => {
     cpu: document.getElementById('box-cpu').textContent,
     cpuInferences: Number(document.getElementById('box-cpu').dataset.inferences),
     waitingTotal: Number(document.getElementById('box-waiting').dataset.total),
+    seats: document.getElementById('box-seats').textContent,
+    held: Number(document.getElementById('box-seats').dataset.held),
     rows: [...document.querySelectorAll('#box-paths tr')].map((tr) => ({
       path: tr.dataset.path, inFlight: Number(tr.dataset.inFlight), waiting: Number(tr.dataset.waiting)})),
   });
@@ -92,3 +94,16 @@ def test_during_a_mixed_burst_the_waiting_total_is_the_sum_of_the_rows(desk: Pag
     seen = renders(desk)
     assert all(r["waitingTotal"] == sum(int(row["waiting"]) for row in r["rows"]) for r in seen)
     assert max(r["waitingTotal"] for r in seen) > 0
+
+
+def test_during_a_limited_burst_the_panel_names_the_held_seats_beside_the_taken_ones(desk: Page) -> None:
+    """A 429 box_full while seats look free is a seat kept for a returner: the panel says how many."""
+    fire(desk, "limited")
+    desk.wait_for_selector("#burst-status[data-state=done]", timeout=GUARD_MS)
+    statuses = desk.eval_on_selector_all("#rows tbody tr", "rows => rows.map((tr) => tr.dataset.status)")
+    assert "429" in statuses  # refusals with a Seat-Hold each: there were holds to show
+    seen = renders(desk)
+    held = [r for r in seen if r["held"] > 0]
+    assert held, "the panel never showed a held seat: the check would prove nothing"
+    assert all(("맡아 둔 자리" in r["seats"]) == (r["held"] > 0) for r in seen)
+    assert all(f"· 맡아 둔 자리 {r['held']} " in r["seats"] for r in held)

@@ -1,9 +1,11 @@
 """Path 2's held seats: a 429 can promise the refused client a seat when it comes back on time.
 
-A hold is a reservation: it counts against the seats from the moment it is issued until it is
-claimed or its grace window after the Retry-After has passed, so it is fair to the returner and
-costs the walk-in. Tokens are `id.mac` (HMAC-SHA256 with a secret made per process, so a token
-cannot be forged and dies with the box); each is good for one seat, once.
+A hold is a promise about one seat at one time: the gate issues it only for a seat its forecast
+(app/strategies/seat_plan.py) sees free at the hold's due time, and keeps walk-ins from that seat
+until then. Past its due time the seat is everyone's again; a returner who still comes within the
+grace window goes first for the next seat that frees. Tokens are `id.mac` (HMAC-SHA256 with a secret
+made per process, so a token cannot be forged and dies with the box); each is good for one seat,
+once, and one bearer at a time: a copy presented while its hold's bearer waits at the door is `used`.
 """
 
 import base64
@@ -26,7 +28,7 @@ class HoldCheck(StrEnum):
     VALID = "valid"  # a live hold: the bearer gets the held seat
     FORGED = "forged"  # malformed or the MAC does not match (another box, or made up)
     EXPIRED = "expired"  # came back after its grace window, or never known to this box
-    USED = "used"  # already claimed a seat once
+    USED = "used"  # already claimed a seat once, or a copy while its bearer waits at the door
     GONE = "gone"  # the bearer hung up while waiting for its held seat
 
 
@@ -37,6 +39,8 @@ HOLD_RESULTS = ("seated", "forged", "expired", "used")  # what /metrics counts p
 class Hold:
     due: float  # monotonic: when the bearer was told to come back (the Retry-After, rounded up)
     expires: float  # due + grace
+    chars: int  # the refused review's length: what its return will cost the lane
+    at_door: bool = False  # its bearer is waiting for a seat: the hold ends with it, not by the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +52,7 @@ class HoldsSnapshot:
 
 
 class SeatHolds:
-    """Issues, checks and expires held seats; the seat gate decides when one may be issued."""
+    """Issues, checks and expires held seats; the seat gate decides when one may be issued and for when."""
 
     def __init__(
         self,
@@ -60,7 +64,8 @@ class SeatHolds:
         secret: bytes | None = None,
     ) -> None:
         self.grace_s = grace_s
-        # Counted in reviews, not seconds: the same number of holds whatever the host's speed.
+        # Counted in reviews, not seconds: the same number of holds whatever the host's speed (the gate
+        # turns it into seconds at the measured service time).
         self.horizon_reviews = horizon_reviews
         self._limit = limit
         self._clock = clock
@@ -75,20 +80,29 @@ class SeatHolds:
     def enabled(self) -> bool:
         return self.grace_s > 0
 
+    def now(self) -> float:
+        """The clock due times are on (a test's own)."""
+        return self._clock()
+
     @property
     def live(self) -> int:
         self._expire()
         return len(self._live)
 
-    def issue(self, come_back_s: int, reviews_ahead: int) -> str | None:
-        """A token for a seat held from now until `come_back_s` + grace; None past the horizon or limit."""
-        if not self.enabled or reviews_ahead > self.horizon_reviews or self.live >= self._limit:
+    def issue(self, come_back_s: int, chars: int = 0) -> str | None:
+        """A token for a seat held from now until `come_back_s` + grace; None when off or at the limit."""
+        if not self.enabled or self.live >= self._limit:
             return None
         hold_id = secrets.token_urlsafe(12)
         due = self._clock() + come_back_s
-        self._live[hold_id] = Hold(due, due + self.grace_s)
+        self._live[hold_id] = Hold(due, due + self.grace_s, chars)
         self._issued += 1
         return f"{hold_id}.{self._mac(hold_id)}"
+
+    def ahead(self) -> list[Hold]:
+        """The live holds not yet due: the promises a walk-in must not break."""
+        now = self._clock()
+        return [hold for hold in self._live.values() if hold.due > now]
 
     def check(self, token: str) -> tuple[HoldCheck, str]:
         """(what the token is, its hold id); only VALID may be claimed or waited on."""
@@ -105,18 +119,40 @@ class SeatHolds:
             return HoldCheck.VALID, hold_id
         return self._count(self._spent.get(hold_id, HoldCheck.EXPIRED)), hold_id
 
+    def due_at(self, hold_id: str) -> float:
+        hold = self._live.get(hold_id)
+        return self._clock() if hold is None else hold.due
+
     def expires_in(self, hold_id: str) -> float:
         hold = self._live.get(hold_id)
         return 0.0 if hold is None else max(0.0, hold.expires - self._clock())
 
+    def arrive(self, hold_id: str) -> HoldCheck:
+        """A live hold's bearer at the door: VALID for the first, USED (counted) for a copy while it waits."""
+        hold = self._live[hold_id]
+        if hold.at_door:
+            return self._count(HoldCheck.USED)
+        hold.at_door = True
+        return HoldCheck.VALID
+
+    def waited_for(self, hold_id: str) -> bool:
+        """Its bearer is at the door."""
+        hold = self._live.get(hold_id)
+        return hold is not None and hold.at_door
+
     def claim(self, hold_id: str) -> bool:
-        """Turn a live hold into a seat (once); False if it expired meanwhile."""
-        self._expire()
+        """Turn a live hold into a seat (once); False if it is gone."""
         if self._live.pop(hold_id, None) is None:
             return False
         self._forget(hold_id, HoldCheck.USED)
         self._results["seated"] += 1
         return True
+
+    def give_up(self, hold_id: str) -> None:
+        """Its bearer waited at the door until the grace window ended: counted `expired` (it came, so no no-show)."""
+        if self._live.pop(hold_id, None) is not None:
+            self._forget(hold_id, HoldCheck.EXPIRED)
+            self._results["expired"] += 1
 
     def drop(self, hold_id: str) -> None:
         """The bearer left while waiting: its seat goes back to everyone."""
@@ -133,7 +169,7 @@ class SeatHolds:
 
     def _expire(self) -> None:
         now = self._clock()
-        for hold_id in [i for i, hold in self._live.items() if hold.expires <= now]:
+        for hold_id in [i for i, hold in self._live.items() if hold.expires <= now and not hold.at_door]:
             del self._live[hold_id]
             self._no_shows += 1
             self._forget(hold_id, HoldCheck.EXPIRED)

@@ -1,16 +1,18 @@
 """Path 2: one inference in flight, a few waiting seats, and an honest 'come back later'."""
 
 import asyncio
+import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.errors import BoxFull, InferenceFailed, WaitedTooLong, retry_after_header
+from app.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.lane import DeadlinePassed, InferenceLane
 from app.paths import Outcome
 from app.registry import Load, spec
+from app.strategies.door import Door
 from app.strategies.holds import HoldCheck, SeatHolds
+from app.strategies.seat_plan import Returner, SeatPlan
 
 SPEC = spec("limited")
 
@@ -29,21 +31,23 @@ class Visit:
         return await self.gate.run(text, self)
 
     def unused(self) -> None:
-        """Answered without the gate (the cache): a live hold it carried goes back to everyone."""
+        """Answered without the gate (the cache): a live hold it carried goes back to everyone (unless
+        another bearer of the same token is waiting for it at the door)."""
         if self.token and self.result is None:
             check, hold_id = self.gate.holds.check(self.token)
-            if check is HoldCheck.VALID:
+            if check is HoldCheck.VALID and not self.gate.holds.waited_for(hold_id):
                 self.gate.holds.drop(hold_id)
 
 
 class SeatGate:
     """Admits at most 1 + `seats` requests; the rest are refused at once with a hint.
 
-    Without holds, `Retry-After` is the measured time until the last seat-holder ahead starts
-    its inference. With holds (app/strategies/holds.py), a refusal is told when the seat kept for
-    it will free up (the seats and holds ahead of it, at the measured service time) and gets a
-    token for it; held seats count as taken for walk-ins, and a returner with a live token waits
-    at the door (at most until its hold expires) for the first seat that frees.
+    Without holds, a walk-in sits down whenever a seat is free, and `Retry-After` is the measured time until
+    the last seat-holder ahead starts its inference. With holds (app/strategies/holds.py), the gate keeps a
+    forecast of its seats (app/strategies/seat_plan.py): a walk-in sits down when a seat is free and taking
+    it makes no returner wait past its due time, or whenever ② is empty (the lane never idles for a promise);
+    a refusal gets a token for the first seat the forecast sees free that no promise needs. A returner with
+    a live token waits at the door (at most until its hold expires), earliest due first, ahead of walk-ins.
     """
 
     spec = SPEC
@@ -56,7 +60,7 @@ class SeatGate:
         self._max_wait_s = max_wait_s
         self.holds = holds or SeatHolds(grace_s=0.0, horizon_reviews=0)
         self._slot = asyncio.Semaphore(1)
-        self._door: deque[asyncio.Future[None]] = deque()
+        self._door = Door()
         self._admitted = 0
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
@@ -79,6 +83,11 @@ class SeatGate:
     def waiting(self) -> int:
         return self._admitted - self._in_flight
 
+    @property
+    def at_door(self) -> int:
+        """Returners waiting for their seat to free."""
+        return len(self._door)
+
     def held_s(self) -> list[float]:
         """Seconds each seated request will take on the lane, in the order the seats are served."""
         return [self._lane.room.one(chars) for chars in self._seated_chars]
@@ -93,21 +102,26 @@ class SeatGate:
     def retune(self, *, seats: int | None = None, max_wait_s: float | None = None) -> None:
         """An instructor's change, from the next arrival on (fewer seats: the seated stay, newcomers wait for room)."""
         if seats is not None:
-            more = seats - self._seats
             self._seats = seats
-            for _ in range(max(0, more)):
-                self._seat_freed()  # a returner waiting at the door may sit down now
+            self._door.changed()  # a returner waiting at the door may sit down now
         if max_wait_s is not None:
             self._max_wait_s = max_wait_s
 
     def visit(self, token: str | None) -> Visit:
         return Visit(self, token)
 
+    def plan(self) -> SeatPlan:
+        """The forecast now: the admitted draining in order, each hold not yet due arriving at its due time."""
+        room, now = self._lane.room, self.holds.now()  # the holds' clock: due times and "now" are one time
+        returners = [Returner(hold.due - now, room.one(hold.chars)) for hold in self.holds.ahead()]
+        seated = [room.one(chars) for chars in self._seated_chars]
+        return SeatPlan.of(self.capacity, room.after_reviews(0), self._in_flight, seated, returners)
+
     async def run(self, text: str, visit: Visit | None = None) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""
         arrived = time.monotonic()
-        if not await self._admit(visit):
-            raise self._refuse(visit, waited_s=time.monotonic() - arrived)
+        if not await self._admit(visit, len(text)):
+            raise self._refuse(visit, time.monotonic() - arrived, len(text))
         deadline = time.monotonic() + self._max_wait_s  # from the seat: a returner's time at the door is its hold's
         self._admitted += 1
         self._seated_chars.append(len(text))
@@ -133,67 +147,72 @@ class SeatGate:
                 self._slot.release()
         finally:
             self._admitted -= 1
-            self._seat_freed()
+            self._door.changed()  # a seat freed: the first returner at the door takes it
         return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
-    async def _admit(self, visit: Visit | None) -> bool:
-        """Seat a walk-in if a seat is free and not held, or a live token's bearer at its held seat."""
+    async def _admit(self, visit: Visit | None, chars: int) -> bool:
+        """A live token's bearer (one per hold) goes to the door; everyone else is judged as a walk-in."""
         if visit is not None and visit.token:
             check, hold_id = self.holds.check(visit.token)
+            if check is HoldCheck.VALID:
+                check = self.holds.arrive(hold_id)  # a copy while its bearer waits: `used`
             visit.result = check.value
             if check is HoldCheck.VALID:
-                if await self._wait_at_door(hold_id) and self.holds.claim(hold_id):
+                if await self._returner_seated(hold_id):
                     visit.result = "seated"
                     return True
                 visit.result = HoldCheck.EXPIRED.value
-        return self._admitted + self.holds.live < self.capacity
+        return self._walk_in_fits(chars)
 
-    async def _wait_at_door(self, hold_id: str) -> bool:
-        """Wait (while the hold lives) until a seat is physically free; the hold keeps it from walk-ins."""
-        while self._admitted >= self.capacity:
-            left = self.holds.expires_in(hold_id)
-            if left <= 0:
-                return False
-            turn = asyncio.get_running_loop().create_future()
-            self._door.append(turn)
-            try:
-                async with asyncio.timeout(left):
-                    await turn
-            except TimeoutError:
-                return False
-            except asyncio.CancelledError:
-                self.holds.drop(hold_id)
-                if turn.done():
-                    self._seat_freed()  # pass the wake-up on, or the next one at the door would miss it
-                raise
-            finally:
-                if turn in self._door:
-                    self._door.remove(turn)
-        return True
+    async def _returner_seated(self, hold_id: str) -> bool:
+        """Wait at the door, earliest due first, while the hold lives; claim the seat when it is this one's."""
+        holds = self.holds
+        try:
+            seated = await self._door.wait(
+                holds.due_at(hold_id),
+                free=lambda: self.capacity - self._admitted,
+                may_stay=lambda: holds.expires_in(hold_id) > 0,
+                limit_s=holds.expires_in(hold_id),
+            )
+        except asyncio.CancelledError:
+            holds.drop(hold_id)
+            raise
+        if seated and holds.claim(hold_id):
+            return True
+        holds.give_up(hold_id)  # came, but its grace window ended at the door: counted `expired`
+        return False
 
-    def _seat_freed(self) -> None:
-        while self._door:
-            turn = self._door.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
+    def _walk_in_fits(self, chars: int) -> bool:
+        """A free seat that no returner at the door or due later needs; always when ② is empty."""
+        if self._door:
+            return False
+        if self._admitted == 0:
+            return True  # work-conserving: an idle lane beats the forecast (a returner then waits at most a review)
+        if self._admitted >= self.capacity:
+            return False
+        return self.plan().admits_walk_in(self._lane.room.one(chars))
 
-    def _refuse(self, visit: Visit | None, waited_s: float) -> BoxFull:
-        """429 with when to come back; with holds on, a token for the seat kept until then.
+    def _refuse(self, visit: Visit | None, waited_s: float, chars: int) -> BoxFull:
+        """429 with when to come back; with holds on, a token for a seat the forecast sees free then.
 
         `waited_s` is 0 for a walk-in; a returner may have waited at the door for its held seat.
         """
         self._refused["seats_full"] += 1
-        message = f"The box is full: 1 in flight and {self._seats} seats taken. Try again later."
+        free = self.capacity - self._admitted
+        message = (
+            f"The box is full: 1 in flight and {self._seats} seats taken. Try again later."
+            if free <= 0
+            else f"The box is full: its {free} free seat(s) are promised to returners due sooner. Try again later."
+        )
         headers = {"Seat-Hold-Result": visit.result} if visit is not None and visit.result else {}
         if not self.holds.enabled:
             return BoxFull(message, self.retry_after_s(), headers=headers, reason="seats_full", waited_s=waited_s)
-        # Seats that must free before one is this client's: the taken ones and the holds ahead, past capacity.
-        ahead = max(0, self._admitted + self.holds.live - self.capacity)
-        come_back = int(retry_after_header(self._lane.room.after_reviews(ahead)))
-        token = self.holds.issue(come_back, ahead)
-        if token is None:
-            return BoxFull(message, come_back, headers=headers, reason="seats_full", waited_s=waited_s)
+        plan, cost = self.plan(), self._lane.room.one(chars)
+        come_back = plan.first_due(cost, max_reviews=self.holds.horizon_reviews)
+        token = None if come_back is None else self.holds.issue(come_back, chars)
+        if token is None:  # past the horizon: only when a seat will be free, promised to nobody
+            hint = come_back or plan.first_due(cost) or math.ceil(self.retry_after_s())
+            return BoxFull(message, hint, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (
             f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
         )

@@ -7,7 +7,7 @@ import { showBatchingFigure, showStudentBatches } from "./batching.js";
 import { burstLabel, drawCompareChart, renderCompare } from "./compare.js";
 import { fmtMs } from "./dom.js";
 import { showModel } from "./model.js";
-import { boxDeaths, onBoxDied, record, startPanel } from "./panel.js";
+import { boxDeaths, lost, onBoxDied, record, startPanel } from "./panel.js";
 import { showProtocolNotes } from "./protocol.js";
 import { ranIntoDeath, renderRows, renderSummary, tickElapsed } from "./rows.js";
 import { loadSamples, newBurst, runBurst } from "./runner.js";
@@ -89,6 +89,9 @@ async function fireBurst(path, n, mode, retry) {
   const ticker = setInterval(() => tickElapsed(state.view), 100);
   try {
     await runBurst(burst, tag, { changed: scheduleRender, boxDeaths });
+    // A 502 or a cut connection may be the box dying: ask now, so the record says so (the panel's socket
+    // may not have closed yet, and it hears from the next incarnation only seconds later).
+    if (burst.rows.some((row) => row.status === 502 || row.status === null)) await lost();
   } finally {
     clearInterval(ticker);
     state.running = false;

@@ -11,7 +11,7 @@ const DOWN_STATUSES = new Set([502, 503, 504]); // the front's answers for a box
 let known; // box.deaths as /api/stats last said it; undefined until it says
 let seen = 0; // the deaths this page counts: `known`, or one more while the box is down
 let down = false;
-let checking = false;
+let checking = null; // the look at /api/stats under way, if any
 let hideTimer = null;
 const listeners = [];
 
@@ -72,10 +72,18 @@ export function noteStats(stats) {
   show("back", "상자가 다시 살아났습니다", `죽은 까닭: ${cause} · 실습 시작 뒤 ${box.deaths}번 죽음`);
 }
 
-/** The live socket closed or a poll failed: ask /api/stats once, now; a 502 or no answer within LOOK_MS: down. */
-export async function lost() {
-  if (down || checking) return;
-  checking = true;
+/**
+ * The live socket closed, a poll failed or a request met a 502: ask /api/stats once, now; a 502 or no answer
+ * within LOOK_MS: down. Resolves when the look is over (one look at a time: a second caller shares it), so a
+ * burst whose requests died can wait for the verdict before it keeps its record.
+ */
+export function lost() {
+  if (down) return Promise.resolve();
+  if (checking === null) checking = look().finally(() => (checking = null));
+  return checking;
+}
+
+async function look() {
   try {
     // A restarting box's new socket holds the question until its model is loaded: no answer soon is down too.
     const signal = AbortSignal.timeout(LOOK_MS);
@@ -84,7 +92,5 @@ export async function lost() {
     else if (response.ok) noteStats(await response.json());
   } catch (err) {
     goneDown(err.name === "TimeoutError" ? "응답 없음" : "연결 안 됨");
-  } finally {
-    checking = false;
   }
 }

@@ -4,7 +4,7 @@
 // docs/burst-page.md). If the socket fails, the panel polls /api/stats and says so; it always shows
 // how old its values are. Everything shown comes from the API; nothing is computed or invented here.
 import { followKnobs } from "./knobs.js";
-import { lost, noteStats } from "./death.js";
+import { boxDeaths, lost, noteStats } from "./death.js";
 import { PATHS } from "./paths.js";
 import { sixConnections } from "./protocol.js";
 import { Recording, describeRecording, mib } from "./recording.js";
@@ -32,7 +32,7 @@ function sum(values) {
   return Object.values(values || {}).reduce((a, b) => a + b, 0);
 }
 
-export { boxDeaths, onBoxDied } from "./death.js";
+export { boxDeaths, lost, onBoxDied } from "./death.js";
 
 /** The box's memory as the kernel counts it against the cap (the cgroup's), else RSS: MiB and % of the cap. */
 export function memoryText(memory) {
@@ -72,8 +72,12 @@ function renderStats(stats) {
   document.getElementById("box-service-label").textContent = speed ? "리뷰 속도" : "측정한 처리 시간";
   setText("box-service", speed ? speedText(speed) : `리뷰당 ${lane.service_s_per_review.toFixed(2)}초`);
   for (const { name } of PATHS.filter((p) => p.seats)) {
+    // Held seats beside the taken ones: a 429 while seats look free is a seat kept for a returner.
     const seated = stats.paths[name];
-    setText("box-seats", `${seated.seats_taken} / ${seated.capacity} (추론 ${seated.in_flight} + 대기 ${seated.waiting})`);
+    const held = seated.held ? ` · 맡아 둔 자리 ${seated.held}` : "";
+    const seatsEl = document.getElementById("box-seats");
+    seatsEl.textContent = `${seated.seats_taken} / ${seated.capacity}${held} (추론 ${seated.in_flight} + 대기 ${seated.waiting})`;
+    Object.assign(seatsEl.dataset, { taken: String(seated.seats_taken), held: String(seated.held ?? 0) });
   }
   const jobs = stats.jobs;
   setText("box-jobs", `대기 ${jobs.queued || 0} · 실행 ${jobs.running || 0} · 완료 ${jobs.done || 0}`);
@@ -114,7 +118,7 @@ function received(stats, via) {
   noteStats(stats);
   renderStats(stats);
   followKnobs(stats.knobs);
-  for (const recording of recordings) renderRecording(recording.snapshot(channel));
+  for (const recording of recordings) renderRecording(recording.snapshot(channel, boxDeaths()));
   showAge();
 }
 
@@ -204,13 +208,13 @@ function renderRecording(snapshot) {
 
 /** Call when a burst starts; call stop() on the result when it ends, to get what the panel saw. */
 export function record() {
-  const recording = new Recording(last, lastAt);
+  const recording = new Recording(last, lastAt, boxDeaths());
   recordings.add(recording);
-  renderRecording(recording.snapshot(channel));
+  renderRecording(recording.snapshot(channel, boxDeaths()));
   return {
     stop() {
       recordings.delete(recording);
-      const snapshot = recording.snapshot(channel);
+      const snapshot = recording.snapshot(channel, boxDeaths());
       renderRecording(snapshot);
       document.getElementById("box-burst").textContent = `마지막 발사: ${describeRecording(snapshot)}`;
       return snapshot;

@@ -10,11 +10,15 @@ const incarnation = (stats) => (stats.box && stats.box.incarnation != null ? sta
 /**
  * What the panel saw during one burst: peak memory as the box counts it against its cap (and before), the peak waiting and in-flight
  * count per path, whether the lane was ever busy, the longest gap between updates, and whether the
- * box restarted (its incarnation changed; null when /api/stats does not say).
- * `last` and `lastAt` are the panel's latest /api/stats body and when it came (null before any).
+ * box died: the page saw it die (death.js's count grew) or its incarnation changed; null when neither
+ * can be told. The count matters: a burst the box died in usually ends (in 502s) before the panel hears
+ * from the next incarnation, so the last body it saw is still the dead one's.
+ * `last` and `lastAt` are the panel's latest /api/stats body and when it came (null before any);
+ * `deaths` is how often the page has seen the box die so far.
  */
 export class Recording {
-  constructor(last, lastAt) {
+  constructor(last, lastAt, deaths) {
+    this.deathsBefore = deaths;
     this.startedAt = performance.now();
     this.lastSeenAt = lastAt;
     this.maxGapMs = 0;
@@ -47,12 +51,13 @@ export class Recording {
     }
   }
 
-  /** The record so far; `channel` is the panel's channel now, named if nothing arrived yet. */
-  snapshot(channel) {
+  /** The record so far; `channel` is the panel's channel now, named if nothing arrived yet; `deaths` as above. */
+  snapshot(channel, deaths) {
     const now = performance.now();
     const gap = now - Math.max(this.startedAt, this.lastSeenAt ?? this.startedAt);
     const first = this.before ? incarnation(this.before) : null;
     const latest = this.after ? incarnation(this.after) : null;
+    const restarted = first === null || latest === null ? null : latest !== first;
     return {
       updates: this.updates,
       maxGapMs: Math.round(Math.max(this.maxGapMs, gap)),
@@ -64,7 +69,7 @@ export class Recording {
       peakWaiting: { ...this.peakWaiting },
       peakInFlight: { ...this.peakInFlight },
       laneBusy: this.laneBusy,
-      boxDied: first === null || latest === null ? null : latest !== first,
+      boxDied: deaths > this.deathsBefore ? true : restarted,
       lastDeath: this.after && this.after.box ? this.after.box.last_death ?? null : null,
     };
   }

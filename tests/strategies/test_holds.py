@@ -60,11 +60,36 @@ def test_a_hold_expires_after_its_grace_window_and_counts_a_no_show() -> None:
     assert seats.snapshot().no_shows == 1
 
 
-def test_no_hold_past_the_horizon_or_when_off() -> None:
+def test_no_hold_when_off() -> None:
+    """The horizon is the gate's (its forecast knows the seats ahead): tests/strategies/test_limited_holds.py."""
+    assert holds(Clock(), grace_s=0.0).issue(1, 1) is None
+
+
+def test_one_bearer_per_hold_a_copy_is_used_and_the_bearer_outlives_the_clock() -> None:
     clock = Clock()
-    assert holds(clock, horizon_reviews=10).issue(11, 11) is None
-    assert holds(clock, horizon_reviews=10).issue(30, 10) is not None  # reviews ahead, not seconds: a slow host too
-    assert holds(clock, grace_s=0.0).issue(1, 1) is None
+    seats = holds(clock, grace_s=3.0)
+    token = seats.issue(2, 2)
+    assert token is not None
+    hold_id = seats.check(token)[1]
+    assert seats.arrive(hold_id) is HoldCheck.VALID and seats.waited_for(hold_id)
+    assert seats.arrive(hold_id) is HoldCheck.USED  # a copy while the bearer waits
+    clock.now += 2 + 3 + 1  # past the grace window: a hold whose bearer waits is not a no-show
+    assert seats.live == 1
+    seats.give_up(hold_id)
+    snap = seats.snapshot()
+    assert (snap.live, snap.no_shows) == (0, 0)
+    assert snap.results == {"seated": 0, "forged": 0, "expired": 1, "used": 1}
+    assert seats.check(token)[0] is HoldCheck.EXPIRED
+
+
+def test_the_holds_ahead_are_those_not_yet_due() -> None:
+    clock = Clock()
+    seats = holds(clock)
+    seats.issue(1, 10)
+    seats.issue(3, 30)
+    clock.now += 2
+    assert [(hold.due - clock.now, hold.chars) for hold in seats.ahead()] == [(1.0, 30)]
+    assert seats.live == 2  # the first is past due but within its grace window
 
 
 def test_a_dropped_hold_frees_its_seat() -> None:

@@ -22,9 +22,10 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def gate(lane: InferenceLane, clock: Clock) -> SeatGate:
-    """1 in flight + 1 seat; holds kept 3 s past their Retry-After, on a clock the test moves."""
-    return SeatGate(lane, seats=1, max_wait_s=HOUR, holds=SeatHolds(grace_s=3.0, horizon_reviews=10_000, clock=clock))
+def gate(steady_lane: InferenceLane, clock: Clock) -> SeatGate:
+    """1 in flight + 1 seat, 1 s per review; holds kept 3 s past their Retry-After, on a clock the test moves."""
+    holds = SeatHolds(grace_s=3.0, horizon_reviews=10_000, clock=clock)
+    return SeatGate(steady_lane, seats=1, max_wait_s=HOUR, holds=holds)
 
 
 async def fill(gate: SeatGate, scorer: GatedScorer) -> list["asyncio.Task[Outcome]"]:
@@ -62,15 +63,21 @@ async def test_a_refusal_carries_a_token_in_header_and_body(gate: SeatGate, scor
     await asyncio.gather(*seated)
 
 
-async def test_a_returner_is_seated_even_when_walk_ins_came_first(gate: SeatGate, scorer: GatedScorer) -> None:
+async def test_a_returner_on_time_is_seated_even_when_walk_ins_came_first(
+    gate: SeatGate, scorer: GatedScorer, clock: Clock
+) -> None:
     first, second = await fill(gate, scorer)
-    token = (await refused(gate, "돌아올 손님")).headers["Seat-Hold"]
+    hint = await refused(gate, "돌아올 손님")
+    token = hint.headers["Seat-Hold"]
+    assert hint.retry_after_s is not None
+    clock.now += hint.retry_after_s - 0.1  # the returner is due in 0.1 s; the lane still runs the second's review
     scorer.release(1)
-    await first  # a seat is physically free now, but it is held
+    await first  # a seat is physically free now, but its returner is due before the second leaves
 
     walk_in = await refused(gate, "먼저 온 손님")
     assert gate.admitted == 1
     assert "Seat-Hold-Result" not in walk_in.headers
+    clock.now += 0.1  # on time
     visit = gate.visit(token)
     returner = asyncio.create_task(gate.run("돌아올 손님", visit))
 
@@ -108,9 +115,10 @@ async def test_forged_expired_and_reused_tokens_get_no_seat(gate: SeatGate, scor
     hint = await refused(gate, "진짜 손님")
     token = hint.headers["Seat-Hold"]
     hold_id, _, mac = token.partition(".")
+    assert hint.retry_after_s is not None
+    clock.now += hint.retry_after_s - 0.1  # the real returner is due in 0.1 s
     scorer.release(1)
     await first  # one seat physically free, held for the real returner
-
     forged = await refused(gate, "위조", f"{hold_id}.{mac[::-1]}")
     assert forged.headers["Seat-Hold-Result"] == "forged"
     assert gate.admitted == 1  # the held seat is still empty, still held
@@ -126,7 +134,7 @@ async def test_forged_expired_and_reused_tokens_get_no_seat(gate: SeatGate, scor
     assert reused.headers["Seat-Hold-Result"] == "used"
 
     late = await refused(gate, "늦은 손님")
-    assert hint.retry_after_s is not None and late.retry_after_s is not None
+    assert late.retry_after_s is not None
     clock.now += late.retry_after_s + 3.0  # past its grace window: the hold expired unclaimed
     expired = await refused(gate, "늦은 손님", late.headers["Seat-Hold"])
     assert expired.headers["Seat-Hold-Result"] == "expired"

@@ -1,0 +1,99 @@
+"""Path 2's seat forecast: who leaves a seat when, and whether a held seat will really be free at its due time.
+
+A small deterministic model of ②'s box, in seconds from now: the admitted requests drain one after another
+(the one on the lane, then the seated in order), and each returner whose hold is not yet due arrives at its
+due time, sits down, and leaves when its own review is done. The gate asks it two questions: may a walk-in
+sit down now without making a returner wait past its due time, and when will a seat be free for a client
+refused now (its Retry-After and its hold's due time), without taking a seat already promised.
+"""
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+EPS = 1e-6  # a seat freed at the very instant a returner is due is free for it
+
+
+@dataclass(frozen=True, slots=True)
+class Returner:
+    """A hold not yet due: its returner arrives `due_s` from now and costs `cost_s` on the lane."""
+
+    due_s: float
+    cost_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class SeatPlan:
+    """`SeatPlan.of(...)`; then `admits_walk_in(cost)` and `first_due(cost, max_reviews)`."""
+
+    capacity: int
+    leaves_s: tuple[float, ...]  # when each admitted request leaves its seat, in the order the lane takes them
+    tail_s: float  # when the lane reaches work that joins the back of ②'s line now
+    returners: tuple[Returner, ...]  # sorted by due time
+
+    @classmethod
+    def of(
+        cls, capacity: int, ahead_s: float, in_flight: int, seated_s: Sequence[float], returners: Sequence[Returner]
+    ) -> "SeatPlan":
+        """`ahead_s`: the lane's backlog (it includes ②'s request in flight); `seated_s`: each seated one's cost."""
+        leaves = [ahead_s] * in_flight
+        tail = ahead_s
+        for cost in seated_s:
+            tail += cost
+            leaves.append(tail)
+        return cls(capacity, tuple(leaves), tail, tuple(sorted(returners, key=lambda r: r.due_s)))
+
+    def with_walk_in(self, cost_s: float) -> "SeatPlan":
+        """The same box with one more request seated now, at the back of the line."""
+        tail = self.tail_s + cost_s
+        return SeatPlan(self.capacity, (*self.leaves_s, tail), tail, self.returners)
+
+    def keeps_promises(self) -> bool:
+        """Every returner finds a free seat at its due time."""
+        return all(sit <= r.due_s + EPS for sit, r in zip(self._sits(self.returners), self.returners, strict=True))
+
+    def admits_walk_in(self, cost_s: float) -> bool:
+        """Seating one more now makes no returner sit down later than its due time (or, if the lane already runs
+        behind the forecast that promised it, later than it would anyway)."""
+        before = self._sits(self.returners)
+        after = self.with_walk_in(cost_s)._sits(self.returners)
+        return all(a <= max(r.due_s, b) + EPS for a, b, r in zip(after, before, self.returners, strict=True))
+
+    def first_due(self, cost_s: float, max_reviews: float = math.inf) -> int | None:
+        """The first whole second from now at which a newcomer finds a seat that no promise needs (and no
+        returner sits down later for it); None if more than `max_reviews` reviews must end before then."""
+        if self.capacity < 1:
+            return None
+        before, ends = self._forecast(self.returners)
+        dues = [r.due_s for r in self.returners]
+        second = 1
+        while True:  # ends: once everyone has left, a seat is free and every promise came before it
+            if sum(1 for end in (*self.leaves_s, *ends) if end <= second + EPS) > max_reviews:
+                return None
+            at = bisect.bisect_right(dues, second + EPS)  # the returners due by then go first
+            busy = sum(1 for end in (*self.leaves_s, *ends[:at]) if end > second + EPS)
+            if busy < self.capacity:  # a seat is free then: does taking it make a later returner sit later?
+                sits = self._sits((*self.returners[:at], Returner(float(second), cost_s), *self.returners[at:]))
+                later = zip(sits[at + 1 :], before[at:], self.returners[at:], strict=True)
+                if all(sit <= max(r.due_s, was) + EPS for sit, was, r in later):
+                    return second
+            second += 1
+
+    def _sits(self, returners: Sequence[Returner]) -> list[float]:
+        return self._forecast(returners)[0]
+
+    def _forecast(self, returners: Sequence[Returner]) -> tuple[list[float], list[float]]:
+        """When each returner (in due order, as the door takes them) sits down and leaves again: a returner
+        whose seat is not free at its due time takes the next one that frees."""
+        ends = list(self.leaves_s)
+        tail = self.tail_s
+        sits = []
+        for returner in returners:
+            later = sorted(end for end in ends if end > returner.due_s + EPS)
+            over = len(later) - self.capacity
+            sit = returner.due_s if over < 0 else later[over]
+            sits.append(sit)
+            tail = max(tail, sit) + returner.cost_s
+            ends.append(tail)
+        return sits, ends[len(self.leaves_s) :]
