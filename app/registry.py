@@ -110,8 +110,9 @@ MIB = 2**20
 # 5 s: a burst of 12 on ① then takes a minute, half of burst.py's 120 s timeout; the CPU quota (at
 # least 1 ms per 100 ms period) still slows a host 50x faster than that.
 BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s")
-# 600 MiB: above the twin server at rest (380-500 MiB, docs/box.md), so an incarnation can start at all.
-# 2 GiB: above a burst of 12 on ① (772 MiB, 1380 MiB without the arena), so its survival can be shown too,
+# 600 MiB: about the lab's own server at rest with the twin (590-610 MiB, docs/box.md; the box's stand-in for the
+# seed's libraries adds 289 MiB), the least an incarnation can start in; never below what the box uses now + a margin.
+# 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
 # and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/box/knobs.py).
 BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
