@@ -39,7 +39,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         openapi_url="/api/openapi.json",
         redoc_url=None,
         default_response_class=SafeJSONResponse,
-        # A redirect to the slash-less route would name the client's own Host header (issue 20): a 404 instead.
+        # A redirect to the slash-less route would name the client's own Host header: a 404 instead.
         redirect_slashes=False,
     )
     app.state.settings = settings
