@@ -9,7 +9,7 @@ forever, and 1,100 of them made /health fail under a 1,024 open-file limit.
 connection still waiting for a request is closed to make room for the newcomer.
 
 Live connections (a WebSocket of /api/stats/live, an event stream) hold their socket for minutes
-and cannot be evicted: 512 of them filled a 512-descriptor box and /health failed (issue 20).
+and cannot be evicted: 512 of them filled a 512-descriptor box and /health failed.
 They stay counted after an upgrade, and at most `max_live` of them (half the cap or less) are
 served at once, so the other half of the descriptors always takes requests.
 """

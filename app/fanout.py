@@ -1,8 +1,8 @@
 """One value per tick, built once and shared by every subscriber: the live stats' fan-out.
 
-Each /api/stats/live socket used to build its own stats every 0.5 s (a store count and a `stat`
-each): 300 idle sockets took 30 % of a core and slowed a lone review on the box from ~0.85 s to
-~1.2 s (issue 20). Now one task builds the JSON text once per tick while anyone subscribes, and
+With each /api/stats/live socket building its own stats every 0.5 s (a store count and a `stat`
+each), 300 idle sockets took 30 % of a core and slowed a lone review on the box from ~0.85 s to
+~1.2 s. So one task builds the JSON text once per tick while anyone subscribes, and
 each socket sends the latest text; a socket too slow to send skips ticks instead of queueing them.
 """
 

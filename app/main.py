@@ -14,7 +14,7 @@ from app.error_handlers import SafeJSONResponse, install_error_handlers
 from app.lab import Lab, open_lab
 from app.middleware import LabMiddleware
 from app.model import Scorer
-from app.openapi import document
+from app.openapi import LabAPI
 from app.settings import Settings, get_settings
 
 
@@ -30,7 +30,8 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
             del app.state.lab
         await app.state.live_stats.close()
 
-    app = FastAPI(
+    app = LabAPI(
+        settings,
         title="리뷰 분석 과부하 실습 (review lab)",
         description="One slow cross-encoder, four ways to cope with a crowd.",
         version="1.0.0",
@@ -39,7 +40,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
         openapi_url="/api/openapi.json",
         redoc_url=None,
         default_response_class=SafeJSONResponse,
-        # A redirect to the slash-less route would name the client's own Host header (issue 20): a 404 instead.
+        # A redirect to the slash-less route would name the client's own Host header: a 404 instead.
         redirect_slashes=False,
     )
     app.state.settings = settings
@@ -80,7 +81,6 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.mount("/static", page.static_files(), name="static")
     app.include_router(docs.router)
     app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
-    document(app, settings)
     return app
 
 

@@ -1,6 +1,6 @@
 """What the OpenAPI document declares beyond the models: answers with their bodies and headers, and the limits.
 
-Routes declare their answers with `answer(...)`; `document` fills in, once per app, the numbers
+Routes declare their answers with `answer(...)`; `LabAPI` fills in, once per app, the numbers
 that come from Settings (text length, queue-time bounds, `{seats}` and friends in summaries).
 """
 
@@ -74,13 +74,19 @@ INPUT_ERRORS = answers(
 )
 
 
-def document(app: FastAPI, settings: Settings) -> None:
-    """Put the configured limits into the OpenAPI document, so clients and fuzzers see the real contract."""
-    build = app.openapi
+class LabAPI(FastAPI):
+    """FastAPI whose OpenAPI document carries the configured limits, so clients and fuzzers see the real contract.
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = build()
+    Built once and cached like FastAPI's own; turning a knob clears `openapi_schema` to rebuild it."""
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lab_settings = settings
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            schema = super().openapi()
+            settings = self.lab_settings
             models = schema["components"]["schemas"]
             for name in ("ReviewIn", "JobIn"):
                 if name in models:
@@ -96,7 +102,5 @@ def document(app: FastAPI, settings: Settings) -> None:
                             operation[key] = quoted(operation[key], settings)
                     for answered in operation.get("responses", {}).values():
                         answered["description"] = quoted(answered.get("description", ""), settings)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+            self.openapi_schema = schema
+        return self.openapi_schema

@@ -2,7 +2,7 @@
 guard (app/connections.py), limits on a request's head, and a lingering close after an early answer.
 
 httptools has no limit on a request's head: a 50 MiB header was read whole and answered 200, and
-eight of them lifted the server by 370 MB (issue 20). Here the head's bytes are counted as they
+eight of them lifted the server by 370 MB. So the head's bytes are counted as they
 arrive and the parser is fed no further once the bound is passed. An answer sent before the client
 has finished sending (413 on a declared length, 431, 414) is followed by reading and discarding what
 it still sends, up to `linger_bytes` or `linger_s`, before closing: closing at once would reset the

@@ -1,6 +1,6 @@
 """The input and output contract in one place: the models, the text rule, and what the OpenAPI document says.
 
-Limits come from Settings: `check_text` enforces them per request, `document` writes the same
+Limits come from Settings: `check_text` enforces them per request, `LabAPI` (app/openapi.py) writes the same
 numbers into the OpenAPI document and into every route summary that names one (`{seats}`).
 """
 
@@ -10,7 +10,7 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
 from app.errors import TABLE, InvalidReview, LabError
-from app.jobs.models import JobStatus, WebhookState
+from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.ssrf import MAX_URL_CHARS
 from app.registry import PATHS
 from app.settings import Settings
@@ -156,6 +156,12 @@ class JobOut(BaseModel):
     expires_at: float | None = Field(None, description="Still queued after this → expired (epoch seconds)")
     webhook_state: WebhookState | None = None
     webhook_attempts: int = 0
+
+    @classmethod
+    def of(cls, job: Job, position: int | None, eta_seconds: float | None) -> "JobOut":
+        """Every field the job has under the same name is read from it: a new one is declared here, once."""
+        own = {name: getattr(job, name) for name in cls.model_fields if hasattr(job, name)}
+        return cls(**own, job_id=job.id, position=position, eta_seconds=eta_seconds)
 
 
 class ErrorOut(BaseModel):

@@ -104,7 +104,7 @@ def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["/api", "/api/", "/"])
 def test_the_api_base_or_the_root_with_a_slash_reach_the_same_box(server: LiveServer, suffix: str) -> None:
-    """The handout's `just burst $B 12` passes the API base; it used to build /api/api/… and get 48 × 404."""
+    """The handout's `just burst $B 12` passes the API base: joined blindly, it makes /api/api/… and 48 × 404."""
     no_seat_held(server)  # the earlier bursts' refused never came back: their held seats must run out first
     result = run_burst(server.url + suffix, "2", "limited")
     assert result.returncode == 0, result.stderr

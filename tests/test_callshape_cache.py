@@ -1,5 +1,5 @@
 """A call-shape cache that is not one this code wrote is measured again and overwritten, never served and never
-kept to fail the next start (on main `"chunk": -1` or `"8"` exited 3 at every start, and a box restarted forever)."""
+kept to fail the next start (a cached `"chunk": -1` or `"8"` would exit 3 at every start, and a box restart forever)."""
 
 import json
 import logging

@@ -95,8 +95,7 @@ def test_ticket_lines_give_a_202_body_then_a_done_result_with_topics(server: Liv
     assert done["status"] == "done", done
     assert isinstance(done["waited_ms"], int | float) and done["waited_ms"] >= 0
     assert isinstance(done["inference_ms"], int | float) and done["inference_ms"] > 0
-    # HANDOUT SHAPE: `result` is {"topics": [...]}. Fails on main (a bare list) until the stores
-    # branch (issue 10, ticket result shape) is merged; do not xfail it.
+    # HANDOUT SHAPE: `result` is {"topics": [...]}, never a bare list; do not xfail it.
     assert isinstance(done["result"], dict) and len(done["result"]["topics"]) == 24, done["result"]
 
 

@@ -52,24 +52,8 @@ def eta_ms_up(seconds: float) -> float:
 
 
 def ticket_body(ticket: Ticket) -> JobOut:
-    job = ticket.job
-    return JobOut(
-        job_id=job.id,
-        status=job.status,
-        position=ticket.position,
-        eta_seconds=None if ticket.eta_seconds is None else eta_ms_up(ticket.eta_seconds),
-        result=job.result,
-        error=job.error,
-        waited_ms=job.waited_ms,
-        inference_ms=job.inference_ms,
-        attempts=job.attempts,
-        enqueued_at=job.enqueued_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-        expires_at=job.expires_at,
-        webhook_state=job.webhook_state,
-        webhook_attempts=job.webhook_attempts,
-    )
+    eta = None if ticket.eta_seconds is None else eta_ms_up(ticket.eta_seconds)
+    return JobOut.of(ticket.job, position=ticket.position, eta_seconds=eta)
 
 
 def ticket_headers(ticket: Ticket) -> dict[str, str]:

@@ -33,6 +33,7 @@ import httpx
 from app.bench.memcap import MemoryCgroup
 from app.bench.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
 from app.bench.speed import host_line
+from app.box.cgroup_memory import MemoryFiles
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
@@ -91,10 +92,9 @@ def seed_model_dir(work: Path, model_dir: Path = TWIN_MODEL_DIR) -> Path:
 
 
 def charged(group_dir: Path) -> dict[str, int]:
-    """v1 memory group: what counts against the cap and cannot simply be dropped, and the anonymous part."""
-    stat = dict(line.split() for line in (group_dir / "memory.stat").read_text().splitlines())
-    usage = int((group_dir / "memory.usage_in_bytes").read_text())
-    return {"charged": usage - int(stat["total_inactive_file"]), "anon": int(stat["total_rss"])}
+    """What counts against the cap and cannot simply be dropped, and the anonymous part."""
+    files = MemoryFiles.at(group_dir)
+    return {"charged": files.charged_bytes(), "anon": files.anon_bytes()}
 
 
 @contextmanager
@@ -122,8 +122,8 @@ def try_seed(model: Path, n: int, attempt: int, core: int) -> dict[str, Any]:
     with seed_server(model, core) as (url, group):
         httpx.post(f"{url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
         time.sleep(2)
-        rest = charged(group.path)
-        reset_peak(group.path)
+        rest = charged(group.folder)
+        reset_peak(group.folder)
         statuses = asyncio.run(burst(url, texts_for(n, attempt)))
         time.sleep(0.5)
         died = group.oom_kills() > 0
@@ -146,7 +146,7 @@ def try_lab(n: int, attempt: int, stand_in: bool) -> dict[str, Any]:
             reset_peak(memory_dir)
         deaths = box_stats(server.url)["box"]["deaths"]
         statuses = asyncio.run(burst(server.url, texts_for(n, attempt)))
-        peak = int((memory_dir / "memory.max_usage_in_bytes").read_text()) if memory_dir is not None else 0
+        peak = MemoryFiles.at(memory_dir).peak_bytes() if memory_dir is not None else 0
         after = _after_death(server.url)
         return {"rest": rest, "peak": peak, "statuses": statuses, "died": after["box"]["deaths"] > deaths}
 

@@ -1,7 +1,6 @@
 """A lab server under a real memory limit: a child memory cgroup of our own, for it alone.
 
-cgroup v1 (this build machine): `memory.limit_in_bytes`, peak from `memory.max_usage_in_bytes`,
-OOM kills from `memory.oom_control`. cgroup v2: `memory.max`, `memory.peak`, `memory.events`.
+Its files are read as the box reads its own (`MemoryFiles`, app/box/cgroups.py), v1 or v2.
 The server joins the group before it execs (so the model load is charged too), and the
 group is removed afterwards. Needs root (or a delegated cgroup). The instructor's box
 applies the same cap with `systemd-run --scope -p MemoryMax=1.2G …` or `docker run --memory=1.2g`.
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from app.bench.serverproc import free_port, wait_healthy
+from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import PROC_CGROUP, parent_dirs
 from app.settings import PROJECT_ROOT
 
@@ -30,20 +30,17 @@ def own_memory_cgroup() -> tuple[Path, int]:
     return dirs["memory"], version
 
 
-class MemoryCgroup:
+class MemoryCgroup(MemoryFiles):
     """`with MemoryCgroup(limit) as group:` a fresh child group; `group.peak_bytes()` after the run."""
 
     def __init__(self, limit_bytes: int, name: str | None = None) -> None:
-        parent, self.version = own_memory_cgroup()
-        self.path = parent / (name or f"lab-memcap-{os.getpid()}")
+        parent, version = own_memory_cgroup()
+        super().__init__(parent / (name or f"lab-memcap-{os.getpid()}"), version)
         self.limit_bytes = limit_bytes
 
-    def _file(self, v1: str, v2: str) -> Path:
-        return self.path / (v1 if self.version == 1 else v2)
-
     def __enter__(self) -> "MemoryCgroup":
-        self.path.mkdir()
-        self._file("memory.limit_in_bytes", "memory.max").write_text(str(self.limit_bytes))
+        self.folder.mkdir()
+        self.write_limit(self.limit_bytes)
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
@@ -53,49 +50,14 @@ class MemoryCgroup:
         deadline = time.monotonic() + 10
         while self.pids() and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.path.rmdir()
+        self.folder.rmdir()
 
     @property
     def procs_file(self) -> Path:
-        return self.path / "cgroup.procs"
+        return self.folder / "cgroup.procs"
 
     def pids(self) -> list[int]:
         return [int(p) for p in self.procs_file.read_text().split()]
-
-    def usage_bytes(self) -> int:
-        return int(self._file("memory.usage_in_bytes", "memory.current").read_text())
-
-    def anon_bytes(self) -> int:
-        """Process memory proper (anonymous pages), without the page cache the group is also charged for."""
-        key = "total_rss" if self.version == 1 else "anon"
-        for line in (self.path / "memory.stat").read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-        return 0
-
-    def peak_bytes(self) -> int:
-        peak = self._file("memory.max_usage_in_bytes", "memory.peak")
-        return int(peak.read_text()) if peak.exists() else 0
-
-    def oom_kills(self) -> int:
-        """Processes the kernel killed in this group for want of memory."""
-        text = self._file("memory.oom_control", "memory.events").read_text()
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
-
-    def limit_hits(self) -> int:
-        """v1: times usage hit the limit (reclaim kicked in); v2: `max` events."""
-        if self.version == 1:
-            return int((self.path / "memory.failcnt").read_text())
-        for line in (self.path / "memory.events").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "max":
-                return int(value)
-        return 0
 
 
 class CappedServer:

@@ -1,4 +1,4 @@
-"""What `just bench-peer` reports: a row per run, the median of the repeats, and the issue's targets checked on those.
+"""What `just bench-peer` reports: a row per run, the median of the repeats, and the targets checked on those.
 
 One run of each is not enough on a shared VM: the same review's inference took 1.0-1.2× as
 long from one minute to the next with nothing else on the core (docs/batching.md), which is
@@ -232,7 +232,7 @@ def _median(spread: Spread | None) -> float:
 
 
 def check_targets(summaries: Sequence[Summary], twins: Sequence[Paired] = ()) -> list[Check]:
-    """The issues' targets, judged on the medians of the runs: against LitServe (issue 11), against Infinity (23)."""
+    """The targets, judged on the medians of the runs: against LitServe and against Infinity."""
     checks: list[Check] = []
     servers = {s.server for s in summaries}
     if INFINITY in servers:
@@ -283,7 +283,7 @@ def check_targets(summaries: Sequence[Summary], twins: Sequence[Paired] = ()) ->
 
 
 def infinity_targets(summaries: Sequence[Summary], pairs: Sequence[Paired]) -> list[Check]:
-    """Issue 23: one review at a time paired per text, served/s under 2× and in bursts, memory, stopping."""
+    """Against Infinity: one review at a time paired per text, served/s under 2× and in bursts, memory, stopping."""
     checks: list[Check] = []
     by = {(p.lab, p.peer, p.scenario.split(" (")[0]): p for p in pairs}
     for lab, less_window in ((LAB_LIMITED, False), (LAB, True)):

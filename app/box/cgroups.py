@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.box.cgroup_memory import MemoryFiles
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")
 CONTROLLERS = ("cpuset", "cpu", "memory")
@@ -67,31 +69,11 @@ class BoxCgroup:
         return sorted(found)
 
     def oom_kills(self) -> int:
-        """Processes the kernel killed in this group for want of memory (0 without a memory group)."""
+        """Processes the kernel killed in this group for want of memory (0 without a readable memory group)."""
         if "memory" not in self.dirs:
             return 0
-        name = "memory.oom_control" if self.version == 1 else "memory.events"
-        with contextlib.suppress(OSError):
-            for line in (self.dirs["memory"] / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        return 0
-
-    def limit_hits(self) -> int:
-        """v1 `memory.failcnt`: how often usage hit the cap (the kernel reclaimed or killed)."""
-        if self.version != 1 or "memory" not in self.dirs:
-            return 0
         with contextlib.suppress(OSError, ValueError):
-            return int((self.dirs["memory"] / "memory.failcnt").read_text())
-        return 0
-
-    def peak_bytes(self) -> int:
-        if "memory" not in self.dirs:
-            return 0
-        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-        with contextlib.suppress(OSError, ValueError):
-            return int((self.dirs["memory"] / name).read_text())
+            return MemoryFiles(self.dirs["memory"], self.version).oom_kills()
         return 0
 
     def remove(self) -> None:
@@ -119,7 +101,7 @@ def _v1_setup(controller: str, folder: Path, parent: Path, cpus: list[int], cap:
         with contextlib.suppress(OSError):
             _write(folder / "cpu.shares", str(CPU_WEIGHT_V1))
     elif controller == "memory":
-        _write(folder / "memory.limit_in_bytes", str(cap))
+        MemoryFiles(folder, 1).write_limit(cap)
         # Without swap accounting the cap would only push pages to swap; no swap here means no-op.
         with contextlib.suppress(OSError):
             _write(folder / "memory.swappiness", "0")
@@ -140,7 +122,7 @@ def _v2_setup(folder: Path, parent: Path, wanted: list[str], cpus: list[int], ca
         with contextlib.suppress(OSError):
             _write(folder / "cpu.weight", str(CPU_WEIGHT_V2))
     if "memory" in usable:
-        _write(folder / "memory.max", str(cap))
+        MemoryFiles(folder, 2).write_limit(cap)
         with contextlib.suppress(OSError):
             _write(folder / "memory.swap.max", "0")
     return usable

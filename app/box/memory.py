@@ -1,6 +1,6 @@
 """Enforce the box's memory cap and say, after a death, whether the cap was the killer.
 
-With a memory cgroup the kernel's OOM killer does it, and `oom_kill` (plus v1's `failcnt`)
+With a memory cgroup the kernel's OOM killer does it, and the group's `oom_kill` count
 tells us afterwards. Without one, `Watchdog` is an emulation outside the server: it sums the
 RSS of the server's process tree every few tens of milliseconds and SIGKILLs the tree above the cap.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import psutil
 
+from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import BoxCgroup
 
 log = logging.getLogger(__name__)
@@ -23,24 +24,12 @@ log = logging.getLogger(__name__)
 MEMORY_CAP = "memory_cap"
 
 
-def _stat(folder: Path, key: str) -> int:
-    for line in (folder / "memory.stat").read_text().splitlines():
-        name, _, value = line.partition(" ")
-        if name == key:
-            return int(value)
-    return 0
-
-
 def charged_bytes(memory_dir: str | None) -> int | None:
-    """What the memory cgroup charges against the cap and cannot simply drop: usage less the
-    inactive page cache (the model file read at start-up, reclaimed first); None without a group."""
+    """What the memory cgroup charges against the cap and cannot simply drop; None without a readable group."""
     if memory_dir is None:
         return None
-    folder = Path(memory_dir)
     try:
-        if (folder / "memory.usage_in_bytes").exists():  # v1
-            return int((folder / "memory.usage_in_bytes").read_text()) - _stat(folder, "total_inactive_file")
-        return int((folder / "memory.current").read_text()) - _stat(folder, "inactive_file")
+        return MemoryFiles.at(Path(memory_dir)).charged_bytes()
     except (OSError, ValueError):
         return None
 
@@ -59,10 +48,8 @@ def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[s
 
 
 def write_memory_limit(folder: Path, cap_bytes: int) -> None:
-    """The memory cgroup's cap: v1 `memory.limit_in_bytes`, v2 `memory.max` (OSError when the kernel refuses,
-    e.g. v1's EBUSY when it cannot reclaim below the new limit)."""
-    name = "memory.limit_in_bytes" if (folder / "memory.limit_in_bytes").exists() else "memory.max"
-    (folder / name).write_text(str(cap_bytes))
+    """The memory cgroup's cap, in the file of its version (OSError when the kernel refuses)."""
+    MemoryFiles.at(folder).write_limit(cap_bytes)
 
 
 def tree_rss(pid: int) -> int:

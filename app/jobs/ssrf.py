@@ -69,8 +69,8 @@ class Target:
 
 def ascii_url(url: str) -> str:
     """The URL with its host in ASCII: an internationalized name IDNA-encoded (UTS #46 mapping, so
-    fullwidth digits become digits), or refused. A non-ASCII host reached the HTTP client, which
-    failed on it at every attempt with an error nobody counted (issue 20)."""
+    fullwidth digits become digits), or refused: the HTTP client fails on a non-ASCII host at
+    every attempt, with an error nobody counts."""
     parts = urlsplit(url)
     host = parts.hostname
     if host is None or host.isascii():

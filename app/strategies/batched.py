@@ -37,7 +37,7 @@ class MicroBatcher:
     Why a batch goes is decided from what this loop waited for (its own queue when it came round,
     its window, whether its turn waited behind other work), never from the lane's busy flag read
     while our own batch is being handed over: that flag lags the lane thread, so a request that
-    came just after a `full` batch was once labelled `timer` though it waited for that batch.
+    came just after a `full` batch would be labelled `timer` though it waited for that batch.
 
     A waiter whose client left before its batch was taken is left out (and counted). If a batch
     fails, each member is retried alone, so one text the model cannot score fails only its own request.

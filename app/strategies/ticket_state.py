@@ -2,10 +2,20 @@
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 
 from app.jobs.models import Job
 from app.jobs.watch import StoreWatcher, Versioned
 from app.model import Ranking
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One ticket's run on the lane, through the cache: what `lifecycle.done` writes into the job."""
+
+    ranking: Ranking
+    infer_s: float
+    started_at: float  # wall clock (epoch s) when inference began, after any wait behind other paths
 
 
 class Signals:
@@ -30,11 +40,11 @@ class LocalRun:
 
     def __init__(self) -> None:
         self.owner = uuid.uuid4().hex[:12]  # this box's worker, in leases
-        self.current: tuple[Job, asyncio.Task[tuple[Ranking, float, float]]] | None = None
+        self.current: tuple[Job, asyncio.Task[Scored]] | None = None
         self.on_lane = False  # handed to the lane: its estimate is in the lane's backlog now
         self.started: float | None = None  # time.monotonic() when its inference began (set on the lane thread)
 
-    def begin(self, job: Job, inference: asyncio.Task[tuple[Ranking, float, float]]) -> None:
+    def begin(self, job: Job, inference: asyncio.Task[Scored]) -> None:
         self.current = (job, inference)
         self.on_lane, self.started = False, None
 

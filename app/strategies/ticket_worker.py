@@ -14,10 +14,9 @@ from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher
 from app.lane import InferenceLane
-from app.model import Ranking
 from app.paths import Outcome, Pipeline
 from app.strategies.ticket_config import WorkerConfig
-from app.strategies.ticket_state import LocalRun, Signals
+from app.strategies.ticket_state import LocalRun, Scored, Signals
 from app.strategies.tickets import SPEC
 
 log = logging.getLogger(__name__)
@@ -157,9 +156,13 @@ class TicketWorker:
             log.warning("job %s attempt %d failed: %r", job.id, job.attempts, exc)
             await self._store.replace(lifecycle.failed_once(job, exc, self._policy, now), self._run_fence(job))
             return
-        ranking, infer_s, started_at = inference.result()
+        scored = inference.result()
         finished = lifecycle.done(
-            job, [asdict(t) for t in ranking], inference_ms=round(infer_s * 1000, 1), started_at=started_at, now=now
+            job,
+            [asdict(t) for t in scored.ranking],
+            inference_ms=round(scored.infer_s * 1000, 1),
+            started_at=scored.started_at,
+            now=now,
         )
         if await self._store.replace(finished, self._run_fence(job)):
             if finished.waited_ms is not None:
@@ -167,8 +170,8 @@ class TicketWorker:
         else:
             log.info("job %s finished but was canceled or taken back meanwhile; result discarded", job.id)
 
-    async def _infer(self, text: str) -> tuple[Ranking, float, float]:
-        """(ranking, inference seconds, wall-clock start of inference), through the shared cache step."""
+    async def _infer(self, text: str) -> Scored:
+        """The review scored through the shared cache step."""
         started_at = time.time()
         loop = asyncio.get_running_loop()
 
@@ -186,4 +189,4 @@ class TicketWorker:
             return Outcome(result.ranking(0), result.queued_s, result.infer_s)
 
         outcome, _ = await self._pipeline.through_cache(SPEC.name, text, run)
-        return outcome.ranking, outcome.infer_s, started_at
+        return Scored(outcome.ranking, outcome.infer_s, started_at)

@@ -1,16 +1,9 @@
 // One panel of ③'s "where does batching pay?" figure: seconds per model call against batch size n,
 // the measured points, their fit a + b·n, the dashed "n reviews one at a time" line, and any extra points.
+import { svgEl } from "./dom.js";
 import { niceTicks, tickLabel } from "./ticks.js";
 
-const SVG_NS = "http://www.w3.org/2000/svg";
 const W = 320, H = 230, LEFT = 46, RIGHT = 10, TOP = 26, BOTTOM = 40;
-
-function svgEl(name, attrs = {}, text) {
-  const node = document.createElementNS(SVG_NS, name);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** Seconds as people read them on this figure: three significant digits, Korean unit. */
 export function seconds(value) {

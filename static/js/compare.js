@@ -1,6 +1,6 @@
 // The comparison: every saved burst as a card that says what its path gave up, and all of them as
 // strips on one shared time axis, so paths can be compared without firing again.
-import { el, fmtMs } from "./dom.js";
+import { el, fmtMs, svgEl } from "./dom.js";
 import { PATHS, pathNamed } from "./paths.js";
 import { describeRecording } from "./recording.js";
 import { summaryParts } from "./rows.js";
@@ -134,7 +134,6 @@ export function drawCompareChart(saved) {
     holder.replaceChildren();
     return;
   }
-  const ns = "http://www.w3.org/2000/svg";
   const width = Math.max(280, Math.floor(holder.clientWidth || 760));
   const left = 8;
   const right = 12;
@@ -143,14 +142,8 @@ export function drawCompareChart(saved) {
   const step = tickStepMs(maxMs);
   const axisMs = Math.ceil(maxMs / step) * step;
   const x = (ms) => left + (ms / axisMs) * span;
-  const svg = document.createElementNS(ns, "svg");
-  const add = (parent, tag, attrs, text) => {
-    const node = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-    if (text !== undefined) node.textContent = text;
-    parent.append(node);
-    return node;
-  };
+  const svg = svgEl("svg");
+  const add = (parent, tag, attrs, text) => parent.appendChild(svgEl(tag, attrs, text));
   let y = 4;
   const grid = add(svg, "g", { class: "grid" });
   for (const [key, burst] of entries) {

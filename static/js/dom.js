@@ -1,4 +1,4 @@
-// Small drawing helpers shared by the rows and the comparison.
+// Small drawing helpers shared by the rows, the comparison and the figures.
 
 /** Milliseconds as people read them: `850ms`, `2.31초`, or `–` when unknown. */
 export function fmtMs(ms) {
@@ -15,5 +15,15 @@ export function el(tag, attrs = {}, ...children) {
     else node.setAttribute(key, value);
   }
   node.append(...children.filter((c) => c !== null && c !== undefined));
+  return node;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** An SVG element with attributes and an optional text: the figures' one way to draw. */
+export function svgEl(name, attrs = {}, text) {
+  const node = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
   return node;
 }

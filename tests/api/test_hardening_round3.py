@@ -1,4 +1,4 @@
-"""Issue 20's small items in-process: invisible text by Unicode's property, no redirect naming the client's
+"""Small hardening items in-process: invisible text by Unicode's property, no redirect naming the client's
 Host, capped validation answers, strict numbers."""
 
 import pytest

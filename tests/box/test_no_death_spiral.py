@@ -30,7 +30,7 @@ async def first_200(url: str, limit_s: float, **post: object) -> float:
 
 
 def test_burst_py_50_naive_kills_the_box_once_and_it_serves_again_within_seconds(burst: ModuleType) -> None:  # noqa: F811
-    """Before, the queued half of the burst was handed to the next incarnation and killed it again (issue 18)."""
+    """The queued half of the burst is not handed to the next incarnation, where it would kill it again."""
     with boxed(LAB_MEMORY_CAP_BYTES=str(CAP), LAB_BOX_SECONDS_PER_REVIEW="0") as box:
         tickets = [httpx.post(f"{box.url}/api/queue/jobs", json={"text": f"살아남을 티켓 {i}"}) for i in range(3)]
         assert {t.status_code for t in tickets} <= {200, 202}

@@ -16,7 +16,7 @@ from tests.fakes import GatedScorer
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles
 from tests.waiting import eventually
 
-FULLWIDTH_LOOPBACK = "１２７.０.０.１"  # what issue 20's probe sent, aimed at our receiver
+FULLWIDTH_LOOPBACK = "１２７.０.０.１"  # fullwidth digits that IDNA maps to 127.0.0.1, aimed at our receiver
 
 
 async def test_a_fullwidth_host_is_kept_in_ascii_and_delivered(lab_client: LabClientFactory) -> None:
