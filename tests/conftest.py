@@ -83,3 +83,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"Redis is not reachable at {where}, and CI must run the Redis tests", pytrace=False)
     pytest.skip(f"Redis is not reachable at {where} (start redis-server to run this test)")
+
+
+ONE_BOX_DIRS = ("tests/box/", "tests/front/")  # real boxes (their own cgroup, a pinned core) and the front's fixed port
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The worker group a test runs in under `pytest -n`: a file's tests stay together (its module-scoped
+    servers start once), and every slow test that starts a real box or the classroom front runs in one
+    group, one at a time: two boxes would share the box's core, and the fronts share their port."""
+    path = item.nodeid.split("::", 1)[0]
+    if item.get_closest_marker("slow") is not None and path.startswith(ONE_BOX_DIRS):
+        return "one-box"
+    return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
