@@ -20,6 +20,7 @@ import httpx
 import psutil
 
 from app.box.cgroups import CGROUP_ROOT, BoxCgroup, box_name, parent_dirs
+from app.box.launch import stop_process as stop_process  # the kit's callers stop servers with it too
 from app.settings import PROJECT_ROOT
 
 
@@ -109,15 +110,3 @@ def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 
             pass
         time.sleep(0.05)
     raise TimeoutError(f"{url}{probe} never answered 200")
-
-
-def stop_process(process: "subprocess.Popen[bytes]", limit_s: float = 30.0) -> None:
-    """SIGTERM (a graceful shutdown), then SIGKILL if it does not exit in time."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()

@@ -8,6 +8,7 @@ thread the server ever starts (thread pool, lane, onnxruntime, ticket worker) in
 import argparse
 import os
 import signal
+import subprocess
 import sys
 
 
@@ -46,6 +47,18 @@ def main(args: list[str] | None = None) -> None:
     if ns.cpus:
         os.sched_setaffinity(0, {int(c) for c in ns.cpus.split(",")})
     os.execv(argv[0], argv)
+
+
+def stop_process(process: "subprocess.Popen[bytes]", limit_s: float = 30.0) -> None:
+    """SIGTERM (a graceful shutdown), then SIGKILL if it does not exit in time."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 import time
 from types import FrameType
 
-from app.bench.serverproc import stop_process
+from app.box.launch import stop_process
 from app.front.children import bound_to
 from app.front.domain import checked_domain
 from app.front.nginx import FrontConfig, ipv6_here, start_nginx, validate
