@@ -8,8 +8,8 @@ port := env("LAB_PORT", "8000")
 real_model := "models/bge-reranker-base-int8/model.onnx"
 twin_dir := "models/bge-reranker-base-twin-int8"
 twin_model := twin_dir / "model.onnx"
-# Everything ruff and mypy check: the server, the tests, the tools and the students' burst.py.
-python_code := "app tests tools static/burst.py"
+# Everything ruff and mypy check: the server, the benchmarks, the tests, the tools and the students' burst.py.
+python_code := "app bench tests tools static/burst.py"
 
 # List the recipes, by group.
 default:
@@ -143,14 +143,14 @@ fuzz *args:
 # Benchmark the twin: batching cost on one core, bursts of 12 and 50 at each path in the box, then ③ beside LitServe (docs/bench/).
 [group('bench')]
 bench: _twin-if-missing
-    flock /tmp/lab-cpu.lock python -m app.bench.batching
-    flock /tmp/lab-cpu.lock python -m app.bench.bursts
+    flock /tmp/lab-cpu.lock python -m bench.batching
+    flock /tmp/lab-cpu.lock python -m bench.bursts
     just bench-peer
 
 # ③ beside LitServe (extra `peer`) and Infinity (extra `infinity`, own venv) on one pinned core: same model file and client (docs/bench/peer.md; ARGS: --help).
 [group('bench')]
 bench-peer *ARGS: _twin-if-missing setup-infinity
-    flock /tmp/lab-cpu.lock python -m app.bench.peer {{ARGS}}
+    flock /tmp/lab-cpu.lock python -m bench.peer {{ARGS}}
 
 # Infinity for the peer bench in .venv-infinity (it pins numpy<2 and uvicorn<0.33; torch pinned to the CPU build).
 [group('bench')]
@@ -160,14 +160,14 @@ setup-infinity:
 # Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
 [group('bench')]
 load *ARGS:
-    python -m app.bench.load {{ARGS}}
+    python -m bench.load {{ARGS}}
 
 # Memory under a real 1.2 GiB cgroup cap (root): naive at 12 clients with and without the guard, paths 2-4 at 200 clients, 1,000 queued tickets.
 [group('bench')]
 memcap: _twin-if-missing
-    flock /tmp/lab-cpu.lock python -m app.bench.overload --only naive-12,naive-12-long,naive-12-long-guard,limited-200,batched-200,tickets-200,tickets-1000-queued
+    flock /tmp/lab-cpu.lock python -m bench.overload --only naive-12,naive-12-long,naive-12-long-guard,limited-200,batched-200,tickets-200,tickets-1000-queued
 
 # Every overload figure (memory cap, 10x load for 60 s, honest hints) into docs/bench/overload.md (~20 min, root).
 [group('bench')]
 overload-report *ARGS:
-    flock /tmp/lab-cpu.lock python -m app.bench.overload {{ARGS}}
+    flock /tmp/lab-cpu.lock python -m bench.overload {{ARGS}}

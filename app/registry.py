@@ -6,7 +6,7 @@ its note on the page; docs/architecture.md lists the files. Routes stay declared
 app/api/ (they are the API's documentation): `PathSpec.route` names the one that submits work,
 and a test checks that the app has it.
 
-This module imports nothing from the server, so clients (app/bench, tools) can read it too.
+This module imports nothing from the server, so clients (bench, tools) can read it too.
 """
 
 from dataclasses import dataclass, field

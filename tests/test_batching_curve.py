@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from app.bench.batching import fit_line
 from app.settings import PROJECT_ROOT
+from bench.batching import fit_line
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Response
 
-from app.bench.live import LiveServer, live_server, slowed
 from app.settings import PROJECT_ROOT
+from bench.live import LiveServer, live_server, slowed
 from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

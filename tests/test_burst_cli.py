@@ -13,8 +13,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from app.bench.live import ROOT, LiveServer, live_server, slowed
-from app.bench.serverproc import free_port
+from bench.live import ROOT, LiveServer, live_server, slowed
+from bench.serverproc import free_port
 from tests.conftest import students_burst
 
 BURST_PY = ROOT / "static" / "burst.py"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
-from app.bench.live import LiveServer, live_server, slowed
+from bench.live import LiveServer, live_server, slowed
 from tests.browser import browser
 from tests.test_burst_page import SCREENSHOTS
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.live import TINY_MODEL
 from app.callshape import BATCH, CANDIDATES, ONE, host_key, read_cache, settle_call_shape, time_shapes, workloads
 from app.model import CallShape, Ranking, RerankerModel, Shape, load_topics
 from app.settings import PROJECT_ROOT
+from bench.live import TINY_MODEL
 
 SAMPLES = [f"리뷰 {'가' * n}" for n in range(1, 21)]
 

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.bench.live import live_server, slowed
 from app.jobs.factory import open_store
 from app.jobs.models import JobStatus
+from bench.live import live_server, slowed
 from tests.test_shutdown import exited_cleanly, terminated
 from tests.waiting import eventually
 

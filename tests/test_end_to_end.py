@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from app.bench.live import LiveServer, live_server, slowed
-from app.bench.measure import server_timing
+from bench.live import LiveServer, live_server, slowed
+from bench.measure import server_timing
 
 # Starts a real uvicorn server in a subprocess.
 pytestmark = pytest.mark.slow

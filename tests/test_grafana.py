@@ -9,13 +9,13 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.bench.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
-from app.bench.live import live_server
-from app.bench.prometheus import PrometheusServer, prometheus_binary, running_prometheus
-from app.bench.traffic import BURST_SETTINGS, fire_bursts
 from app.main import create_app
 from app.registry import PATHS
 from app.settings import Settings
+from bench.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
+from bench.live import live_server
+from bench.prometheus import PrometheusServer, prometheus_binary, running_prometheus
+from bench.traffic import BURST_SETTINGS, fire_bursts
 from tests.fakes import GatedScorer
 
 NAMES = [p.name for p in PATHS]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser
 
-from app.bench.live import ROOT, LiveServer, live_server, slowed
+from bench.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 APP = Path(__file__).parents[1] / "app"
 MAX_LINES = 250
-LONG_ALLOWED = (["app", "bench"], ["app", "prepare"])  # benchmarks and model preparation: tools, not the server
+LONG_ALLOWED = (["app", "prepare"],)  # model preparation: a tool, not the server
 METRICS_IMPORTERS = {"app.collector", "app.middleware"}
 
 
@@ -25,8 +25,8 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in sorted(APP.rglob("*.py"))}
 
 
-def imports_of(name: str) -> set[str]:
-    """The app modules `name` imports: `import app.x`, `from app.x import y`, `from app import x`, relative too."""
+def every_import(name: str) -> set[str]:
+    """Every module name `name` imports: `import x.y`, `from x.y import z` (and `x.y.z`), relative ones resolved."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
@@ -40,7 +40,12 @@ def imports_of(name: str) -> set[str]:
                 base = f"{anchor}.{base}" if base else anchor
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from app import metrics`
-    return {module for module in found if module in MODULES and module != name}
+    return found
+
+
+def imports_of(name: str) -> set[str]:
+    """The app modules `name` imports: `import app.x`, `from app.x import y`, `from app import x`, relative too."""
+    return {module for module in every_import(name) if module in MODULES and module != name}
 
 
 GRAPH = {name: imports_of(name) for name in MODULES}
@@ -104,14 +109,14 @@ def test_server_modules_are_under_250_lines() -> None:
     server = {name: path for name, path in MODULES.items() if name.split(".")[:2] not in LONG_ALLOWED}
     lines = {name: len(path.read_text("utf-8").splitlines()) for name, path in server.items()}
     assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
-    assert "app.lane" in server and "app.bench.load" not in server
+    assert "app.lane" in server and "app.prepare.twin" not in server
 
 
 ROOT = APP.parent
 PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/registry.py registers (checked below)
 # The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
-# app/bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
-MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py", ROOT / "app" / "bench" / "traffic.py"}
+# bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
+MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py", ROOT / "bench" / "traffic.py"}
 
 
 NAME = "|".join(sorted(PATH_NAMES))
@@ -157,8 +162,8 @@ def test_the_registry_registers_the_names_this_check_looks_for() -> None:
     assert {p.name for p in PATHS} == PATH_NAMES
 
 
-def test_no_module_in_app_lists_the_paths_by_hand() -> None:
-    sources = [p for p in sorted(APP.rglob("*.py")) if p not in MAY_LIST_PATHS]
+def test_no_module_in_app_or_bench_lists_the_paths_by_hand() -> None:
+    sources = [p for p in sorted([*APP.rglob("*.py"), *(ROOT / "bench").rglob("*.py")]) if p not in MAY_LIST_PATHS]
     lists = {str(p.relative_to(ROOT)): lines for p in sources if (lines := path_lists(ast.parse(p.read_text("utf-8"))))}
     assert lists == {}
 
@@ -244,8 +249,18 @@ def test_the_import_finder_sees_imports_by_name_and_path_hacks(tmp_path: Path) -
     assert imported_modules(source) == {"importlib", "sys", "tests.fakes", "tests.waiting", "tests", "app.lane"}
 
 
-def test_nothing_in_app_tools_or_static_imports_a_test_module() -> None:
-    sources = sorted([*APP.rglob("*.py"), *(ROOT / "tools").rglob("*.py"), *(ROOT / "static").rglob("*.py")])
+def test_the_server_never_imports_the_measuring_side() -> None:
+    """Floors read downward: bench/ and tools/ measure the lab and import app/, never the other way round."""
+    leaning = {
+        name: sorted(imported)
+        for name in MODULES
+        if (imported := {m for m in every_import(name) if m.split(".")[0] in {"bench", "tools", "tests"}})
+    }
+    assert leaning == {}
+
+
+def test_nothing_in_app_bench_tools_or_static_imports_a_test_module() -> None:
+    sources = sorted([*APP.rglob("*.py"), *(p for d in ("bench", "tools", "static") for p in (ROOT / d).rglob("*.py"))])
     from_tests = {
         str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m == "tests" or m.startswith("tests."))
         for p in sources

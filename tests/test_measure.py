@@ -6,8 +6,8 @@ import threading
 import psutil
 
 from app.api.measured import naive_bursts
-from app.bench.measure import PeakRss, alone, server_timing, timing_s, tree
-from app.bench.readme import BLOCK, README, rendered
+from bench.measure import PeakRss, alone, server_timing, timing_s, tree
+from bench.readme import BLOCK, README, rendered
 from tests.conftest import students_burst
 
 HEADERS = [
@@ -71,5 +71,5 @@ def test_the_readme_quotes_the_committed_bursts() -> None:
     assert measured is not None
     text = README.read_text(encoding="utf-8")
     assert BLOCK.search(text) is not None, "README.md lost its measured block"
-    assert rendered(text, measured) == text, "README.md's measured sentence is stale: python -m app.bench.readme"
+    assert rendered(text, measured) == text, "README.md's measured sentence is stale: python -m bench.readme"
     assert measured.when in text and measured.host in text

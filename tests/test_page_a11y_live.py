@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
-from app.bench.live import ROOT, LiveServer, live_server
+from bench.live import ROOT, LiveServer, live_server
 from tests.browser import browser
 from tests.test_burst_page_live import GUARD_MS, finish, fire
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.bench.live import LiveServer, live_server, slowed
 from app.jobs.factory import open_store
+from bench.live import LiveServer, live_server, slowed
 from tests.waiting import eventually
 
 # Starts a real uvicorn server in a subprocess.

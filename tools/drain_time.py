@@ -17,9 +17,9 @@ import time
 
 import httpx
 
-from app.bench.live import slowed
-from app.bench.serverproc import free_port, wait_healthy
 from app.settings import PROJECT_ROOT
+from bench.live import slowed
+from bench.serverproc import free_port, wait_healthy
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 

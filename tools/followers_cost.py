@@ -17,7 +17,7 @@ import time
 import httpx
 import psutil
 
-from app.bench.live import live_server, slowed
+from bench.live import live_server, slowed
 
 WINDOW_S = 5.0
 

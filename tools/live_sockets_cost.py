@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
-from app.bench.cores import bench_core, keep_off
-from app.bench.measure import server_timing
-from app.bench.serverproc import ServerProcess
 from app.settings import TWIN_MODEL_DIR
+from bench.cores import bench_core, keep_off
+from bench.measure import server_timing
+from bench.serverproc import ServerProcess
 
 SAMPLES = ["가격이 좀 비싸긴 한데 직원분이 친절했어요", "30분 줄 섰는데 단팥빵 품절이라고 해서 화났어요"]
 

@@ -9,10 +9,10 @@ import asyncio
 import math
 import time
 
-from app.bench.dashboard import panel_queries
-from app.bench.live import live_server
-from app.bench.prometheus import prometheus_binary, running_prometheus
-from app.bench.traffic import BURST_SETTINGS, fire_bursts
+from bench.dashboard import panel_queries
+from bench.live import live_server
+from bench.prometheus import prometheus_binary, running_prometheus
+from bench.traffic import BURST_SETTINGS, fire_bursts
 
 
 def show(value: float) -> str:

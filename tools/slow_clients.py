@@ -15,9 +15,9 @@ import time
 
 import httpx
 
-from app.bench.serverproc import free_port, stop_process, wait_healthy
-from app.bench.sockets import closed_times
 from app.settings import PROJECT_ROOT
+from bench.serverproc import free_port, stop_process, wait_healthy
+from bench.sockets import closed_times
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT
 
-BURSTS = PROJECT_ROOT / "docs" / "bench" / "bursts.json"  # written by `just bench` (app/bench/bursts.py)
+BURSTS = PROJECT_ROOT / "docs" / "bench" / "bursts.json"  # written by `just bench` (bench/bursts.py)
 MEASURED = re.compile(r"Measured from (?P<when>\d{4}-\d\d-\d\d \d\d:\d\d UTC) on (?P<host>[^(]*\([^)]*\))")
 
 

@@ -82,7 +82,7 @@ class Watchdog:
     """`Watchdog(cap).watch(pid)` on its own thread; `fired` says whether it did the killing.
 
     An enforcer, not a measurement: it keeps no peak (the benchmarks' one sampler is
-    app/bench/measure.py's `PeakRss`, which the server side does not import).
+    bench/measure.py's `PeakRss`, which the server side does not import).
     `cap_now`, when given, is asked for the cap at every look (the instructor's knob, app/box/kept.py).
     """
 

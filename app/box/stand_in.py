@@ -1,8 +1,8 @@
 """Memory the box holds for the seed's server: what its libraries keep resident that the lab's own server does not load.
 
-The server a student writes first (app/bench/seed_server.py) serves ① through optimum, which imports
+The server a student writes first (bench/seed_server.py) serves ① through optimum, which imports
 transformers and torch; the lab's server needs only onnxruntime and tokenizers. At rest the seed's
-server holds more than the lab's by the figure app/bench/cliff.py measures (app/data/seed_server.json).
+server holds more than the lab's by the figure bench/cliff.py measures (app/data/seed_server.json).
 The box holds that much in written pages from start-up on, so its memory cap meets the crowd where
 the seed's box met it. Like the twin's random weights, it is declared wherever the box is described:
 /api/model, the page, the box's one line and docs/box.md ("① at the cliff").

@@ -1,5 +1,5 @@
 // ③'s note: "where does batching pay?" Two curves measured on this host's core (static/batching-curve.json,
-// `python -m app.bench.batching`), drawn at the box's speed, and the student's own ③ batches on the twin's axes.
+// `python -m bench.batching`), drawn at the box's speed, and the student's own ③ batches on the twin's axes.
 import { atBoxSpeed, batches, boxScale, perReviewChange, studentBatches } from "./batchdata.js";
 import { drawPanel, seconds } from "./batchplot.js";
 

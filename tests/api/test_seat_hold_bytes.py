@@ -10,10 +10,10 @@ import pytest
 from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp, Message
 
-from app.bench.live import live_server
 from app.main import create_app
 from app.settings import Settings
 from app.strategies.holds import HoldCheck, SeatHolds
+from bench.live import live_server
 from tests.fakes import GatedScorer
 
 NOT_ASCII = [b"\xff", "\u00e9".encode("latin-1"), "\u00e9".encode(), b"abc.def\x80", b"\x80.\x80", b"tok\xa0en"]

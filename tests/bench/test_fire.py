@@ -3,10 +3,10 @@
 import httpx
 from asgi_lifespan import LifespanManager
 
-from app.bench.fire import fire_burst, send
-from app.bench.serverproc import free_port
 from app.main import create_app
 from app.settings import Settings
+from bench.fire import fire_burst, send
+from bench.serverproc import free_port
 from tests.fakes import GatedScorer
 
 

@@ -6,9 +6,9 @@ from typing import Any
 import httpx
 from asgi_lifespan import LifespanManager
 
-from app.bench.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
 from app.main import create_app
 from app.settings import Settings
+from bench.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
 from tests.fakes import GatedScorer
 
 

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.bench.overload import merged_with_earlier, render
+from bench.overload import merged_with_earlier, render
 
 
 def row(name: str, group: str, **summary: Any) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 import itertools
 from dataclasses import replace
 
-from app.bench.load import Fate, LoadConfig, LoadResult, TextSource
-from app.bench.peer import WINDOW_S, last_busy, scenarios
-from app.bench.peer_report import (
+from bench.load import Fate, LoadConfig, LoadResult, TextSource
+from bench.peer import WINDOW_S, last_busy, scenarios
+from bench.peer_report import (
     INFINITY,
     LAB,
     LAB_LIMITED,
@@ -122,7 +122,7 @@ def test_pairs_match_each_request_with_its_twin_in_the_same_run_and_skip_the_uns
 
 
 def test_a_poisson_schedule_is_seeded_and_keeps_its_rate() -> None:
-    from app.bench.load import Runner
+    from bench.load import Runner
 
     def due(seed: int) -> list[float]:
         config = LoadConfig(url="", path="", mode="open", rate=2.0, duration_s=600.0, seed=seed, poisson=True)

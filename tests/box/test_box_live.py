@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.bench.fire import BurstReply, fire_burst
-from app.bench.live import ROOT, TINY_MODEL, LiveServer
-from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.box.cgroups import CGROUP_ROOT, box_name
 from app.box.stand_in import measured_figure
+from bench.fire import BurstReply, fire_burst
+from bench.live import ROOT, TINY_MODEL, LiveServer
+from bench.serverproc import free_port, stop_process, wait_healthy
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow

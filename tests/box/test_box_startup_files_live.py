@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.bench.live import TINY_MODEL
 from app.callshape import CACHE_NAME, host_key
+from bench.live import TINY_MODEL
 from tests.box.test_box_live import boxed
 from tests.test_callshape_cache import good_cache
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.bench.live import TINY_MODEL
-from app.bench.serverproc import free_port
 from app.front.ports import taken
 from app.settings import PROJECT_ROOT
+from bench.live import TINY_MODEL
+from bench.serverproc import free_port
 from tests.front_proxy import need_nginx
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ import json
 import httpx
 import pytest
 
-from app.bench.live import live_server, slowed
 from app.errors import FRONT_LIMIT
+from bench.live import live_server, slowed
 from tests.front.test_front_page_live import InFlight
 from tests.front_proxy import fronted
 from tests.waiting import eventually

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.serverproc import free_port
 from app.front.__main__ import prepared
 from app.front.ports import holder, taken
 from app.settings import PROJECT_ROOT, Settings
+from bench.serverproc import free_port
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from app.bench.local import redis_db
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
+from bench.local import redis_db
 
 REDIS_URL = redis_db(5)
 STORE_KINDS = ["memory", "sqlite", "redis"]

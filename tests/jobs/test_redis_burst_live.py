@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.bench.live import live_server
-from app.bench.local import redis_db
+from bench.live import live_server
+from bench.local import redis_db
 from tests.jobs.conftest import drop_redis_prefix
 
 pytestmark = pytest.mark.slow

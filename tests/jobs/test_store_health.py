@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.bench.live import live_server
-from app.bench.local import redis_db
-from app.bench.serverproc import free_port
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
+from bench.live import live_server
+from bench.local import redis_db
+from bench.serverproc import free_port
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -8,10 +8,10 @@ delayed another client's webhook by 47 s.
 import asyncio
 import time
 
-from app.bench.webhook_receiver import done_job, silent_receiver, webhook_receiver
 from app.jobs.memory import MemoryJobStore
 from app.jobs.models import WebhookState
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
+from bench.webhook_receiver import done_job, silent_receiver, webhook_receiver
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from app.bench.live import live_server, slowed
+from bench.live import live_server, slowed
 
 pytestmark = pytest.mark.slow
 

@@ -3,10 +3,10 @@
 import asyncio
 import sys
 
-from app.bench.live import TINY_MODEL
 from app.give_back import malloc_trim
 from app.model import CallShape, RerankerModel
 from app.strategies.naive import NaiveRunner
+from bench.live import TINY_MODEL
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.test_model_streaming import TOPICS, CountingSession

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.bench.serverproc import stop_process
 from app.front.nginx import FrontConfig, start_nginx
 from app.front.tls import certificate
+from bench.serverproc import stop_process
 
 HERE = Path(__file__).parent
 NAMES = ("nginx", "caddy", "haproxy")

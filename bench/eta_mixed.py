@@ -1,6 +1,6 @@
 """Do tickets keep their promises when ② and ③ share the lane? Bursts of 12 at ②, ③ and ④ fired together.
 
-`flock /tmp/lab-cpu.lock python -m app.bench.eta_mixed [--runs 3] [--out docs/bench/eta-mixed.json]`
+`flock /tmp/lab-cpu.lock python -m bench.eta_mixed [--runs 3] [--out docs/bench/eta-mixed.json]`
 
 Starts the default box (`python -m app.box`, twin model), fires 12 requests at each of ②, ③ and
 ④ at the same moment (texts made unique so the cache never answers), follows the 12 tickets on
@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from app.bench.fire import ROUTES, send
-from app.bench.serverproc import ServerProcess
-from app.bench.speed import host_line, load
 from app.scorer import samples_by_length
 from app.settings import Settings
+from bench.fire import ROUTES, send
+from bench.serverproc import ServerProcess
+from bench.speed import host_line, load
 
 N = 12
 ABS_S, REL = 1.5, 0.25

@@ -1,12 +1,12 @@
 """The server a student writes first, as the seed's box ran it: optimum, transformers and torch, one call a review.
 
-Never imported by the lab. `python -m app.bench.cliff` runs it under the box's memory cap beside the lab,
+Never imported by the lab. `python -m bench.cliff` runs it under the box's memory cap beside the lab,
 to measure where the seed's box spent its memory (what its libraries hold at rest, what one concurrent
 request adds) instead of guessing it (docs/box.md, "① at the cliff"). It needs the `model` extra
 (`pip install -e '.[model]'`), which is what the seed's package list named.
 
 `LAB_SEED_MODEL_DIR` must hold config.json, model.onnx and the tokenizer files, as
-`ORTModelForSequenceClassification.from_pretrained` expects (app/bench/cliff.py prepares one from the twin).
+`ORTModelForSequenceClassification.from_pretrained` expects (bench/cliff.py prepares one from the twin).
 """
 
 import json
@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from transformers import AutoTokenizer
 
 MODEL_DIR = os.environ["LAB_SEED_MODEL_DIR"]
-TOPICS = json.loads((Path(__file__).resolve().parents[1] / "data" / "topics.json").read_text(encoding="utf-8"))
+TOPICS = json.loads((Path(__file__).resolve().parents[1] / "app" / "data" / "topics.json").read_text(encoding="utf-8"))
 QUERIES = [topic["query"] for topic in TOPICS]
 
 tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)  # type: ignore[no-untyped-call,unused-ignore]

@@ -1,6 +1,6 @@
 """Measure the box as `just serve` runs it: serialization on ①, calibration, deaths at the cap (docs/box.md).
 
-`flock /tmp/lab-cpu.lock python -m app.bench.box [--runs 3]` starts `python -m app.box` with the
+`flock /tmp/lab-cpu.lock python -m bench.box [--runs 3]` starts `python -m app.box` with the
 twin and the default box, fires bursts of 12 at each path and prints JSON lines.
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.fire import fire_one
-from app.bench.measure import PeakRss, children, timing_s
-from app.bench.serverproc import free_port, stop_process, wait_healthy
-from app.bench.speed import host_line, load
 from app.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
+from bench.fire import fire_one
+from bench.measure import PeakRss, children, timing_s
+from bench.serverproc import free_port, stop_process, wait_healthy
+from bench.speed import host_line, load
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
 QUEUEING = [p.name for p in PATHS if p.name != "naive"]  # every path but ①, which the cap kills

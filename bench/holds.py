@@ -7,8 +7,8 @@ that sleeps each review's cost: the seat policy is what is under test, and a sle
 result independent of how busy the shared CPU is. Each review costs box_s × (its length / the median
 sample's length), clipped to [0.44, 2.8] × box_s: the spread of the twin's costs over the sample reviews
 on one core (0.34–2.19 s around a 0.78 s median, docs/batching.md) at the box's 1 s per median review.
-The twin itself, on the box: `python -m app.bench.overload --only limited-2x-retry,...` (CPU lock).
-`python -m app.bench.holds` writes docs/bench/held-seats.json and .md.
+The twin itself, on the box: `python -m bench.overload --only limited-2x-retry,...` (CPU lock).
+`python -m bench.holds` writes docs/bench/held-seats.json and .md.
 """
 
 import argparse
@@ -24,10 +24,10 @@ from typing import Any
 import httpx
 from asgi_lifespan import LifespanManager
 
-from app.bench.load import LoadConfig, run_load, summarize
 from app.main import create_app
 from app.model import Ranking, TopicScore
 from app.settings import PROJECT_ROOT, Settings
+from bench.load import LoadConfig, run_load, summarize
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "held-seats"
 BOX_S = 1.0

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from app.bench.bursts import machine, model_line
-from app.bench.cores import affinity, bench_core, pin_here
 from app.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
 from app.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from bench.bursts import machine, model_line
+from bench.cores import affinity, bench_core, pin_here
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"
 TINY_MODEL_DIR = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"

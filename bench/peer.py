@@ -29,11 +29,14 @@ from types import TracebackType
 
 import httpx
 
-from app.bench.bursts import machine, model_line
-from app.bench.cores import bench_core, keep_off
-from app.bench.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
-from app.bench.measure import PeakRss, tree
-from app.bench.peer_report import (
+from app.callshape import cpu_model
+from app.model import load_topics
+from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from bench.bursts import machine, model_line
+from bench.cores import bench_core, keep_off
+from bench.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
+from bench.measure import PeakRss, tree
+from bench.peer_report import (
     INFINITY,
     LAB,
     LAB_LIMITED,
@@ -46,10 +49,7 @@ from app.bench.peer_report import (
     row_of,
     summarize,
 )
-from app.bench.serverproc import free_port, wait_healthy
-from app.callshape import cpu_model
-from app.model import load_topics
-from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from bench.serverproc import free_port, wait_healthy
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 ROUTES = {LAB: "/api/batched/predict", LAB_LIMITED: "/api/limited/predict", PEER: "/predict", INFINITY: "/rerank"}
@@ -103,12 +103,12 @@ class PinnedServer:
         batch_log.touch()
         python = [sys.executable]
         if name == PEER:
-            python += ["-m", "app.bench.peer_litserve", str(self.port)]
+            python += ["-m", "bench.peer_litserve", str(self.port)]
         elif name == INFINITY:
             python = [
                 str(infinity_python),
                 "-m",
-                "app.bench.peer_infinity",
+                "bench.peer_infinity",
                 str(self.port),
                 str(model_dir),
                 str(scratch),

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 
-from app.bench.live import LiveServer
-from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.settings import PROJECT_ROOT
+from bench.live import LiveServer
+from bench.serverproc import free_port, stop_process, wait_healthy
 
 CLASSROOM_CONFIG = PROJECT_ROOT / "grafana" / "prometheus.yml"
 CLASSROOM_TARGET = '"127.0.0.1:8000"'

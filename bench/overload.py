@@ -1,7 +1,7 @@
 """`just overload-report`: every overload figure of the lab, measured on the twin under a 1.2 GiB cap.
 
-Each scenario starts a fresh server inside its own memory cgroup (app/bench/memcap.py),
-drives it with app/bench/load.py, and records the cgroup's peak, OOM kills and whether
+Each scenario starts a fresh server inside its own memory cgroup (bench/memcap.py),
+drives it with bench/load.py, and records the cgroup's peak, OOM kills and whether
 the server survived. Writes docs/bench/overload.{md,json} and one PNG per scenario.
 Heavy: run it under `flock /tmp/lab-cpu.lock` (the recipe does).
 """
@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import psutil
 
-from app.bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
-from app.bench.measure import PeakRss, alone
-from app.bench.memcap import CappedServer, MemoryCgroup
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, Settings
+from bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
+from bench.measure import PeakRss, alone
+from bench.memcap import CappedServer, MemoryCgroup
 
 OUT_DIR = PROJECT_ROOT / "docs" / "bench"
 MIB = 2**20
@@ -280,7 +280,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Run {meta['date']} on {meta['machine']}. Model: {meta['model']}. Every server ran alone in a fresh "
         f"cgroup capped at {fmt(rows[0]['cap_mib'] if rows else None)} MiB. {meta['sharing']}",
         "",
-        "Produced by `just overload-report` (app/bench/overload.py); raw results and every request's "
+        "Produced by `just overload-report` (bench/overload.py); raw results and every request's "
         "outcome in `overload.json` and `overload-*.json`, charts in `overload-*.png`.",
         "",
         "## Memory under the cap",

@@ -11,8 +11,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.bench.serverproc import free_port, stop_process, wait_healthy
 from app.settings import PROJECT_ROOT
+from bench.serverproc import free_port, stop_process, wait_healthy
 
 ROOT = PROJECT_ROOT
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"

@@ -1,6 +1,6 @@
 """Which memory setting gives ①'s burst back: per-review cost and memory after a burst of 12, per setting.
 
-`flock /tmp/lab-cpu.lock python -m app.bench.arena [--rounds 15] [--out docs/bench/memory-arena.json]`
+`flock /tmp/lab-cpu.lock python -m bench.arena [--rounds 15] [--out docs/bench/memory-arena.json]`
 times one review per setting in turn in one process (paired ratios, `--rounds` turns), then runs a
 ① burst in a fresh process per setting, all on one core (the box's), and prints JSON and a table.
 Settings: onnxruntime's CPU arena as today (`arena`), the arena with shrinkage after every call
@@ -23,11 +23,11 @@ from typing import Any
 
 import psutil
 
-from app.bench.cores import bench_core
-from app.bench.measure import PeakRss, alone
-from app.bench.speed import host_line, load
 from app.model import RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, Settings
+from bench.cores import bench_core
+from bench.measure import PeakRss, alone
+from bench.speed import host_line, load
 
 SETTINGS = ["arena", "shrink", "no_arena", "arena+trim", "shrink+trim", "no_arena+trim"]
 BURST = 12
@@ -114,7 +114,7 @@ def child(setting: str) -> dict[str, Any]:
 def run(child_args: list[str], core: int | None) -> dict[str, Any]:
     pin = [] if core is None else ["taskset", "-c", str(core)]
     out = subprocess.run(
-        [*pin, sys.executable, "-m", "app.bench.arena", *child_args],
+        [*pin, sys.executable, "-m", "bench.arena", *child_args],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,

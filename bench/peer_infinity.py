@@ -1,6 +1,6 @@
 """The benchmark's second peer: Infinity (infinity-emb, optimum/onnx engine) on the lab's own model file.
 
-Started by `app.bench.peer` as `INFINITY_PYTHON -m app.bench.peer_infinity PORT MODEL_DIR SCRATCH`
+Started by `bench.peer` as `INFINITY_PYTHON -m bench.peer_infinity PORT MODEL_DIR SCRATCH`
 with the Python of the extra `infinity` (its own venv: infinity-emb pins numpy<2 and uvicorn<0.33,
 which must not change the lab's). Imports only the standard library, onnxruntime and Infinity.
 

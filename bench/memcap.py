@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from app.bench.serverproc import free_port, wait_healthy
 from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import PROC_CGROUP, parent_dirs
 from app.settings import PROJECT_ROOT
+from bench.serverproc import free_port, wait_healthy
 
 
 def own_memory_cgroup() -> tuple[Path, int]:

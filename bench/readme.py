@@ -1,4 +1,4 @@
-"""`python -m app.bench.readme`: rewrite README.md's measured sentence from the committed docs/bench/bursts.json.
+"""`python -m bench.readme`: rewrite README.md's measured sentence from the committed docs/bench/bursts.json.
 
 The README quotes ①'s bursts on the box; written from the data (with its date and host), it cannot
 drift from the benchmark, and tests/test_measure.py fails when the two disagree.

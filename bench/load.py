@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from app.bench.fire import ROUTES, follow, send
 from app.settings import Settings
+from bench.fire import ROUTES, follow, send
 
 TICKET_POLL_S = 0.25
 
@@ -119,7 +119,7 @@ class TextSource:
 
 
 class Runner:
-    """Sends requests and turns each into exactly one Fate: the stream entry point over app/bench/fire.py's
+    """Sends requests and turns each into exactly one Fate: the stream entry point over bench/fire.py's
     request-sending core (a closed burst is the other, `fire.fire_burst`)."""
 
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from app.bench.fire import BurstReply, fire_one
-from app.bench.live import slowed
 from app.registry import PATHS
+from bench.fire import BurstReply, fire_one
+from bench.live import slowed
 
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {

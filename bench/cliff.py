@@ -1,8 +1,8 @@
 """① at the cliff: bursts of N at ① on a fresh box, survived or died, and where the memory went (docs/box.md).
 
-`flock /tmp/lab-cpu.lock python -m app.bench.cliff [--server seed|lab|both] [--sizes 4,8,10,12,16] [--tries 3]`
+`flock /tmp/lab-cpu.lock python -m bench.cliff [--server seed|lab|both] [--sizes 4,8,10,12,16] [--tries 3]`
 
-- `seed`: the server a student writes first (app/bench/seed_server.py: optimum, transformers, torch, one
+- `seed`: the server a student writes first (bench/seed_server.py: optimum, transformers, torch, one
   24-pair call a review), alone in a memory cgroup with the box's cap, on one core. What it holds at rest
   beyond the lab's own server is what the lab's box holds for it (`app/data/seed_server.json`).
 - `lab`: `python -m app.box` with its defaults (what `just serve` runs).
@@ -30,11 +30,11 @@ from typing import Any
 
 import httpx
 
-from app.bench.memcap import MemoryCgroup
-from app.bench.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
-from app.bench.speed import host_line
 from app.box.cgroup_memory import MemoryFiles
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
+from bench.memcap import MemoryCgroup
+from bench.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
+from bench.speed import host_line
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
 NAIVE = "/api/naive/predict"
@@ -101,7 +101,7 @@ def charged(group_dir: Path) -> dict[str, int]:
 def seed_server(model: Path, core: int) -> Iterator[tuple[str, MemoryCgroup]]:
     """The seed's server alone in a fresh memory group with the box's cap, pinned to one core."""
     port = free_port()
-    uvicorn = [sys.executable, "-m", "uvicorn", "app.bench.seed_server:app", "--port", str(port)]
+    uvicorn = [sys.executable, "-m", "uvicorn", "bench.seed_server:app", "--port", str(port)]
     uvicorn += ["--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
     with MemoryCgroup(MEMORY_CAP_BYTES, name=f"lab-cliff-{os.getpid()}") as group:
         join = f"echo $$ > {shlex.quote(str(group.procs_file))} && exec taskset -c {core} {shlex.join(uvicorn)}"

@@ -22,11 +22,11 @@ from pathlib import Path
 import httpx
 import psutil
 
-from app.bench.fire import BurstReply, fire_burst
-from app.bench.measure import PeakRss
-from app.bench.serverproc import ServerProcess
 from app.registry import PATHS as REGISTERED
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR, Settings
+from bench.fire import BurstReply, fire_burst
+from bench.measure import PeakRss
+from bench.serverproc import ServerProcess
 
 PATHS = tuple(p.name for p in REGISTERED)
 

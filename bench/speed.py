@@ -1,6 +1,6 @@
 """The box's speed loop, live: a CPU hog on the box's core comes or goes, and the median review stays ~1 s.
 
-`flock /tmp/lab-cpu.lock python -m app.bench.speed --scenario hog-then-quiet --out docs/bench/box-speed-hog.jsonl`
+`flock /tmp/lab-cpu.lock python -m bench.speed --scenario hog-then-quiet --out docs/bench/box-speed-hog.jsonl`
 
 Starts `python -m app.box` (the default box, twin model) on a free port, sends the median sample
 review (a unique number appended, so the cache never answers) to ② one at a time, and records each
@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 
-from app.bench.measure import timing_s
-from app.bench.serverproc import ServerProcess
 from app.scorer import samples_by_length
 from app.settings import Settings
+from bench.measure import timing_s
+from bench.serverproc import ServerProcess
 
 HOG = "while True: pass"
 BAND = 0.1  # the rolling median must stay within ±10 % of the target

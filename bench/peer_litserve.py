@@ -1,6 +1,6 @@
 """The benchmark's peer: LitServe serving the lab's own scoring function, batched like ③.
 
-Started as its own process by `app.bench.peer` (`python -m app.bench.peer_litserve PORT`).
+Started as its own process by `bench.peer` (`python -m bench.peer_litserve PORT`).
 Same model, same topics, same `RerankerModel.score` in the call shape the lab serves (read
 from the cache the lab's measurement left beside the model, or `LAB_PAIR_CHUNK`), one
 onnxruntime thread; LitServe's batched loop with `max_batch_size=8, batch_timeout=0.025`.
