@@ -148,10 +148,14 @@ def test_the_watchdog_emulates_the_cap_where_no_memory_cgroup_can_be_made() -> N
 def test_the_box_holds_and_declares_the_seed_servers_memory() -> None:
     """What the seed's libraries held at rest is charged to the box from start-up, and said so."""
     figure = measured_figure().bytes
+    said = "held for the seed's libraries (stand-in)"
+
+    async def summary_printed() -> bool:  # the supervisor prints its one line once the server answers
+        return said in box.log()
+
     with boxed(LAB_BOX_STAND_IN="1", LAB_BOX_SECONDS_PER_REVIEW="0") as box:
         model = httpx.get(f"{box.url}/api/model").json()["box"]
         memory = httpx.get(f"{box.url}/api/stats").json()["memory"]
-        line = box.log()
+        asyncio.run(eventually(summary_printed, limit_s=30))
     assert model["stand_in"]["bytes"] == figure
     assert memory["bytes"] >= figure  # the cgroup's charge (or RSS) includes every held page
-    assert "held for the seed's libraries (stand-in)" in line
