@@ -9,30 +9,30 @@ from typing import Any
 
 from app.box.speed import SpeedLoop, cost_relative_to
 from app.box.stand_in import HeldMemory
-from app.cache import CacheSnapshot, ResultCache
-from app.give_back import malloc_trim
+from app.engine.cache import CacheSnapshot, ResultCache
+from app.engine.lane import InferenceLane, LaneSnapshot
+from app.engine.model import Scorer
+from app.engine.scorer import calibrate_length, load_scorer, warmup_text
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
-from app.knob_table import knob_board
-from app.knobs import KnobBoard, KnobsSnapshot
-from app.lane import InferenceLane, LaneSnapshot
-from app.memory_guard import open_memory_guard
-from app.model import Scorer
-from app.paths import Pipeline, PipelineSnapshot
-from app.registry import LabPath, Load, PathSpec
-from app.scorer import calibrate_length, load_scorer, warmup_text
+from app.knobs.board import KnobBoard, KnobsSnapshot
+from app.knobs.table import knob_board
+from app.memory.give_back import malloc_trim
+from app.memory.guard import open_memory_guard
+from app.paths.batch import BatcherSnapshot
+from app.paths.batched import MicroBatcher
+from app.paths.holds import HoldsSnapshot, SeatHolds
+from app.paths.limited import SeatGate
+from app.paths.naive import NaiveRunner
+from app.paths.pipeline import Pipeline, PipelineSnapshot
+from app.paths.registry import LabPath, Load, PathSpec
+from app.paths.ticket_config import ticket_configs
+from app.paths.ticket_follow import TicketFollower
+from app.paths.ticket_state import LocalRun, Signals
+from app.paths.ticket_worker import TicketWorker
+from app.paths.tickets import TicketService
 from app.settings import Settings
-from app.strategies.batch import BatcherSnapshot
-from app.strategies.batched import MicroBatcher
-from app.strategies.holds import HoldsSnapshot, SeatHolds
-from app.strategies.limited import SeatGate
-from app.strategies.naive import NaiveRunner
-from app.strategies.ticket_config import ticket_configs
-from app.strategies.ticket_follow import TicketFollower
-from app.strategies.ticket_state import LocalRun, Signals
-from app.strategies.ticket_worker import TicketWorker
-from app.strategies.tickets import TicketService
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class Lab:
 def lab_paths(
     naive: NaiveRunner, limited: SeatGate, batched: MicroBatcher, tickets: TicketService
 ) -> tuple[LabPath, ...]:
-    """The lab's paths in display order (app/registry.py's order; a test holds the two together)."""
+    """The lab's paths in display order (app/paths/registry.py's order; a test holds the two together)."""
     return (naive, limited, batched, tickets)
 
 

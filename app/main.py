@@ -8,13 +8,13 @@ from fastapi import FastAPI
 
 from app.api import docs, info, knobs, live, page, predict, tickets
 from app.box.report import BoxCollector
-from app.collector import lab_registry
-from app.connections import ConnectionGuard
-from app.error_handlers import SafeJSONResponse, install_error_handlers
+from app.contract.error_handlers import SafeJSONResponse, install_error_handlers
+from app.contract.openapi import LabAPI
+from app.door.connections import ConnectionGuard
+from app.door.middleware import LabMiddleware
+from app.engine.model import Scorer
 from app.lab import Lab, open_lab
-from app.middleware import LabMiddleware
-from app.model import Scorer
-from app.openapi import LabAPI
+from app.observe.collector import lab_registry
 from app.settings import Settings, get_settings
 
 

@@ -1,7 +1,7 @@
 """`python -m app.serve [--host H --port P | --fd N]`: the one way to start the lab's server.
 
 It is uvicorn with what uvicorn's command line cannot give: a deadline for each request and a
-cap on open connections (app/connections.py), and a drain on SIGTERM (app/lab.py `Lab.drain`)
+cap on open connections (app/door/connections.py), and a drain on SIGTERM (app/lab.py `Lab.drain`)
 before uvicorn waits for open connections. Every limit comes from Settings (`LAB_*`).
 """
 
@@ -15,8 +15,8 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
-from app.connections import ConnectionGuard
-from app.protocol import GuardedWebSockets, HeadLimits, guarded
+from app.door.connections import ConnectionGuard
+from app.door.protocol import GuardedWebSockets, HeadLimits, guarded
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("app.serve")

@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     intra_op_threads: int = 1
     max_tokens: int = 512
     # Pairs per model call, sorted by length; 0 pads a whole batch to its longest pair. Unset: the
-    # fastest shape measured on this host for this model (app/callshape.py, cached beside the model).
+    # fastest shape measured on this host for this model (app/engine/callshape.py, cached beside the model).
     pair_chunk: int | None = None
     # One inference at start-up, so the service clock starts from a measurement.
     warmup: bool = True
@@ -105,7 +105,7 @@ class Settings(BaseSettings):
     # (`just serve`) sets data/knobs.json for its server; a bare server keeps nothing unless asked.
     knobs_file: Path | None = None
     # Where the instructor's token is kept (mode 0600), so the address printed at start-up works after every
-    # death and restart (app/instructor.py). The box draws it once into data/instructor-token unless this names
+    # death and restart (app/knobs/instructor.py). The box draws it once into data/instructor-token unless this names
     # another file, and hands it to each server; a server without one draws its own token at start-up.
     instructor_token_file: Path | None = None
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from app.model import RerankerModel, load_topics
+from app.engine.model import RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, Settings
 from bench.cores import bench_core
 from bench.measure import PeakRss, alone

@@ -3,7 +3,7 @@
 A pool of 8 sample reviews spread evenly over the samples' lengths; for batch size n, the 8
 cyclic windows of n reviews from it are scored one `score` call each, so every n sees each
 review exactly n times: the same length mix, only the batch size changes. Curves, each model in
-the call shape the lab serves for it on this host (app/callshape.py), n = 1..8:
+the call shape the lab serves for it on this host (app/engine/callshape.py), n = 1..8:
 
 - the twin (what the box serves): its arithmetic per review dominates, so a is small;
 - the tiny test model (2 layers, hidden 64: about a thousandth of the twin's arithmetic per
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from app.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
-from app.model import CallShape, RerankerModel, load_topics
+from app.engine.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
+from app.engine.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.bursts import machine, model_line
 from bench.cores import affinity, bench_core, pin_here

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.registry import PATHS
+from app.paths.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
 from bench.fire import fire_one
 from bench.measure import PeakRss, children, timing_s

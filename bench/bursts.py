@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from app.registry import PATHS as REGISTERED
+from app.paths.registry import PATHS as REGISTERED
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 from bench.fire import BurstReply, fire_burst
 from bench.measure import PeakRss

@@ -20,8 +20,8 @@ from typing import Any
 
 import onnxruntime as ort
 
-from app.callshape import ONE, cpu_model, workloads
-from app.model import CallShape, RerankerModel, load_topics
+from app.engine.callshape import ONE, cpu_model, workloads
+from app.engine.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.bursts import machine, model_line
 from bench.cores import affinity, bench_core, pin_here

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from app.scorer import samples_by_length
+from app.engine.scorer import samples_by_length
 from app.settings import Settings
 from bench.fire import ROUTES, send
 from bench.serverproc import ServerProcess

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from app.registry import PATHS
+from app.paths.registry import PATHS
 from bench.measure import server_timing
 
 ROUTES = {p.name: p.route for p in PATHS}

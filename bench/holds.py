@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 from asgi_lifespan import LifespanManager
 
+from app.engine.model import Ranking, TopicScore
 from app.main import create_app
-from app.model import Ranking, TopicScore
 from app.settings import PROJECT_ROOT, Settings
 from bench.load import LoadConfig, run_load, summarize
 

@@ -1,6 +1,6 @@
 """What benchmarks, tools and tests measure the same way: a response's Server-Timing, and peak memory.
 
-The server writes Server-Timing in one place (app/responses.py); this is the one reader on the
+The server writes Server-Timing in one place (app/contract/responses.py); this is the one reader on the
 client side. static/burst.py keeps its own standard-library copy for students, held to this one
 by tests/test_measure.py.
 """

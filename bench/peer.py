@@ -29,8 +29,8 @@ from types import TracebackType
 
 import httpx
 
-from app.callshape import cpu_model
-from app.model import load_topics
+from app.engine.callshape import cpu_model
+from app.engine.model import load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.bursts import machine, model_line
 from bench.cores import bench_core, keep_off

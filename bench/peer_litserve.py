@@ -16,8 +16,8 @@ from typing import Any
 
 import litserve as ls
 
-from app.callshape import CACHE_NAME, host_key, settle_call_shape
-from app.model import Ranking, RerankerModel, load_topics
+from app.engine.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.engine.model import Ranking, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"

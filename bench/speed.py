@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from app.scorer import samples_by_length
+from app.engine.scorer import samples_by_length
 from app.settings import Settings
 from bench.measure import timing_s
 from bench.serverproc import ServerProcess

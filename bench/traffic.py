@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from app.registry import PATHS
+from app.paths.registry import PATHS
 from bench.fire import BurstReply, fire_one
 from bench.live import slowed
 

@@ -3,7 +3,7 @@
 import threading
 from collections.abc import Iterator, Sequence
 
-from app.model import Ranking, TopicScore, Wanted
+from app.engine.model import Ranking, TopicScore, Wanted
 
 
 def fake_ranking(text: str) -> Ranking:
@@ -57,7 +57,7 @@ class GatedScorer:
 
 
 class StreamingScorer(GatedScorer):
-    """Streams like the real model (app/model.py's `score_each`): each review is one model call, made when
+    """Streams like the real model (app/engine/model.py's `score_each`): each review is one model call, made when
     the test releases it, in order; `wanted` is asked just before it, as the model asks before each call."""
 
     def __init__(self, *, tail: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""The page says which call shape the server chose, and the timings it chose from (app/callshape.py)."""
+"""The page says which call shape the server chose, and the timings it chose from (app/engine/callshape.py)."""
 
 from collections.abc import Iterator
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from app.connections import ConnectionGuard
+from app.door.connections import ConnectionGuard
 
 
 @dataclass(eq=False)

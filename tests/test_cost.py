@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.clock import ServiceClock
-from app.cost import LengthCost
+from app.engine.clock import ServiceClock
+from app.engine.cost import LengthCost
 
 
 def feed(cost: LengthCost | ServiceClock, per_review_s: float, per_char_s: float, sizes: list[int]) -> None:

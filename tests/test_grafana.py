@@ -10,7 +10,7 @@ from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.main import create_app
-from app.registry import PATHS
+from app.paths.registry import PATHS
 from app.settings import Settings
 from bench.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
 from bench.live import live_server

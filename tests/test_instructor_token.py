@@ -14,7 +14,7 @@ from asgi_lifespan import LifespanManager
 
 from app.box.placement import Placement
 from app.box.supervisor import Supervisor, lesson_token
-from app.instructor import TOKEN, instructor_token, kept_token
+from app.knobs.instructor import TOKEN, instructor_token, kept_token
 from app.main import create_app
 from app.settings import Settings
 from tests.fakes import GatedScorer

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.box.kept import KeptKnobs
-from app.knobs import read_kept
-from app.registry import every_knob
+from app.knobs.board import read_kept
+from app.paths.registry import every_knob
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 APP = Path(__file__).parents[1] / "app"
 MAX_LINES = 250
 LONG_ALLOWED = (["app", "prepare"],)  # model preparation: a tool, not the server
-METRICS_IMPORTERS = {"app.collector", "app.middleware"}
+METRICS_IMPORTERS = {"app.observe.collector", "app.door.middleware"}
 
 
 def module_name(path: Path) -> str:
@@ -92,9 +92,9 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_the_import_graph_sees_the_server() -> None:
-    assert "app.lane" in GRAPH["app.strategies.batched"]
-    assert "app.metrics" in GRAPH["app.collector"]
-    assert "app.jobs.lifecycle" in GRAPH["app.strategies.tickets"]  # `from app.jobs import lifecycle`
+    assert "app.engine.lane" in GRAPH["app.paths.batched"]
+    assert "app.observe.metrics" in GRAPH["app.observe.collector"]
+    assert "app.jobs.lifecycle" in GRAPH["app.paths.tickets"]  # `from app.jobs import lifecycle`
 
 
 def test_no_import_cycle_in_app() -> None:
@@ -102,21 +102,21 @@ def test_no_import_cycle_in_app() -> None:
 
 
 def test_only_the_collector_and_the_middleware_import_metrics() -> None:
-    assert {name for name, imported in GRAPH.items() if "app.metrics" in imported} == METRICS_IMPORTERS
+    assert {name for name, imported in GRAPH.items() if "app.observe.metrics" in imported} == METRICS_IMPORTERS
 
 
 def test_server_modules_are_under_250_lines() -> None:
     server = {name: path for name, path in MODULES.items() if name.split(".")[:2] not in LONG_ALLOWED}
     lines = {name: len(path.read_text("utf-8").splitlines()) for name, path in server.items()}
     assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
-    assert "app.lane" in server and "app.prepare.twin" not in server
+    assert "app.engine.lane" in server and "app.prepare.twin" not in server
 
 
 ROOT = APP.parent
-PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/registry.py registers (checked below)
+PATH_NAMES = {"naive", "limited", "batched", "tickets"}  # what app/paths/registry.py registers (checked below)
 # The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
 # bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
-MAY_LIST_PATHS = {ROOT / "app" / "registry.py", ROOT / "static" / "burst.py", ROOT / "bench" / "traffic.py"}
+MAY_LIST_PATHS = {ROOT / "app" / "paths" / "registry.py", ROOT / "static" / "burst.py", ROOT / "bench" / "traffic.py"}
 
 
 NAME = "|".join(sorted(PATH_NAMES))
@@ -157,7 +157,7 @@ def test_the_path_finder_finds_a_hand_made_list() -> None:
 
 
 def test_the_registry_registers_the_names_this_check_looks_for() -> None:
-    from app.registry import PATHS
+    from app.paths.registry import PATHS
 
     assert {p.name for p in PATHS} == PATH_NAMES
 
@@ -244,9 +244,9 @@ def test_the_import_finder_sees_imports_by_name_and_path_hacks(tmp_path: Path) -
     source = tmp_path / "tool.py"
     source.write_text(
         'import importlib, sys\nfrom tests.fakes import GatedScorer\nimportlib.import_module("tests.waiting")\n'
-        'sys.path.insert(0, str(ROOT / "tests"))\n__import__("app.lane")\n'
+        'sys.path.insert(0, str(ROOT / "tests"))\n__import__("app.engine.lane")\n'
     )
-    assert imported_modules(source) == {"importlib", "sys", "tests.fakes", "tests.waiting", "tests", "app.lane"}
+    assert imported_modules(source) == {"importlib", "sys", "tests.fakes", "tests.waiting", "tests", "app.engine.lane"}
 
 
 def test_the_server_never_imports_the_measuring_side() -> None:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.errors import MemoryWouldNotFit
-from app.memory_guard import MemoryCost, MemoryGuard, measure_cost
+from app.contract.errors import MemoryWouldNotFit
+from app.memory.guard import MemoryCost, MemoryGuard, measure_cost
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.merge import merged
+from app.paths.merge import merged
 
 
 class Gated:

@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from app.model import ONE_CALL, CallShape, RerankerModel, Shape, calls_shaped, load_topics, score_each
+from app.engine.model import ONE_CALL, CallShape, RerankerModel, Shape, calls_shaped, load_topics, score_each
 from app.settings import PROJECT_ROOT
 from bench.live import TINY_MODEL
 from tests.fakes import GatedScorer, fake_ranking

@@ -8,8 +8,8 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from app.connections import ConnectionGuard
-from app.protocol import GuardedProtocol, HeadLimits, guarded
+from app.door.connections import ConnectionGuard
+from app.door.protocol import GuardedProtocol, HeadLimits, guarded
 from app.settings import Settings
 
 LIMITS = HeadLimits.of(Settings())

@@ -13,11 +13,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.deps import ReviewText
 from app.api.predict import serve
+from app.contract.schema import PredictionOut
 from app.lab import Lab
 from app.main import create_app
-from app.paths import Outcome
-from app.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, routes
-from app.schema import PredictionOut
+from app.paths.pipeline import Outcome
+from app.paths.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, routes
 from app.settings import Settings
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking

@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.contract.schema import ReviewIn, check_text
 from app.lab import Lab
-from app.schema import ReviewIn, check_text
 
 
 def get_lab(request: Request) -> Lab:
@@ -15,7 +15,7 @@ def get_lab(request: Request) -> Lab:
 
 
 async def review_text(review: ReviewIn, request: Request) -> str:
-    """The text rule (app/schema.py) applied before the text can reach the cache, a store or the lane."""
+    """The text rule (app/contract/schema.py) applied before the text can reach the cache, a store or the lane."""
     return check_text(review.text, get_lab(request).settings.max_text_chars)
 
 

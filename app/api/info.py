@@ -12,9 +12,9 @@ from app.api.deps import get_lab
 from app.box import report
 from app.box.memory import memory_now
 from app.box.state import BoxState
-from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
+from app.contract.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
 from app.lab import Lab, LabSnapshot
-from app.strategies.tickets import TicketsSnapshot
+from app.paths.tickets import TicketsSnapshot
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()
@@ -58,7 +58,7 @@ def stats_body(
         # Outside the box nothing caps the server: RSS, no percentage.
         "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss),
         "box": report.stats(box, speed),
-        # The instructor's live values; pages announce a change when `version` moves (app/knobs.py).
+        # The instructor's live values; pages announce a change when `version` moves (app/knobs/board.py).
         "knobs": {
             "version": snap.knobs.last.version if snap.knobs.last else 0,
             "last": None if snap.knobs.last is None else asdict(snap.knobs.last),
@@ -94,7 +94,7 @@ async def model(request: Request) -> dict[str, Any]:
         "quantization": manifest.get("quantization"),
         "intra_op_threads": lab.settings.intra_op_threads,
         "inter_op_threads": 1,
-        # Pairs per onnxruntime call, and the timings that chose it (app/callshape.py); None for a fake scorer.
+        # Pairs per onnxruntime call, and the timings that chose it (app/engine/callshape.py); None for a fake scorer.
         "call_shape": manifest.get("call_shape"),
         "box": report.model_info(lab.settings.box_state, manifest.get("box_calibration"), lab.speed_now()),
         "service_s_per_review": round(lab.lane.clock.per_review_s, 4),

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Header, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 from app.api.deps import get_lab
-from app.knobs import Change, KnobBoard
-from app.openapi import INPUT_ERRORS, answer, answers
+from app.contract.openapi import INPUT_ERRORS, answer, answers
+from app.knobs.board import Change, KnobBoard
 
 router = APIRouter(prefix="/api", tags=["knobs"])
 

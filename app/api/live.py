@@ -5,8 +5,8 @@ browser's HTTP/1.1 connections to this host, so a poll of /api/stats waits behin
 freezes at the very moment students look at it. Chromium keeps WebSockets out of that pool of six
 (measured in docs/burst-page.md), so one socket opened with the page keeps talking during any burst.
 
-Every socket sends the same text, built once per tick (app/fanout.py), and takes a live seat from
-the connection guard (app/connections.py): past `max_live` sockets, a newcomer is closed with 1013
+Every socket sends the same text, built once per tick (app/observe/fanout.py), and takes a live seat from
+the connection guard (app/door/connections.py): past `max_live` sockets, a newcomer is closed with 1013
 and the page polls GET /api/stats instead.
 """
 
@@ -21,11 +21,11 @@ from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from app.api import info
-from app.connections import TRY_AGAIN_LATER, ConnectionGuard
-from app.errors import WEBSOCKET_ONLY, error_body
-from app.fanout import Ticker
+from app.contract.errors import WEBSOCKET_ONLY, error_body
+from app.contract.schema import ErrorOut
+from app.door.connections import TRY_AGAIN_LATER, ConnectionGuard
 from app.lab import Lab
-from app.schema import ErrorOut
+from app.observe.fanout import Ticker
 
 PUSH_EVERY_S = 0.5
 GOING_AWAY = 1001  # RFC 6455: the server is going down; the page falls back to polling, then reconnects

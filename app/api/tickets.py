@@ -12,15 +12,15 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.api.deps import get_lab
-from app.connections import ConnectionGuard, LiveSeat
-from app.drain import until_set
-from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
+from app.contract.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
+from app.contract.openapi import INPUT_ERRORS, answer, answers
+from app.contract.responses import server_timing
+from app.contract.schema import MAX_FOLLOWED_JOBS, MAX_IDEMPOTENCY_KEY_CHARS, JobIn, JobOut, check_text, valid_unicode
+from app.door.connections import ConnectionGuard, LiveSeat
+from app.door.drain import until_set
 from app.jobs.models import JobStatus
-from app.openapi import INPUT_ERRORS, answer, answers
-from app.responses import server_timing
-from app.schema import MAX_FOLLOWED_JOBS, MAX_IDEMPOTENCY_KEY_CHARS, JobIn, JobOut, check_text, valid_unicode
-from app.strategies.ticket_follow import JobMissing
-from app.strategies.tickets import JobRequest, Ticket
+from app.paths.ticket_follow import JobMissing
+from app.paths.tickets import JobRequest, Ticket
 
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
 TICKET_HEADERS = ("Location", "X-Cache", "Server-Timing", "Idempotent-Replayed")
@@ -119,7 +119,7 @@ def sse_response(
     items: AsyncGenerator[Ticket | JobMissing | None, None], drain: asyncio.Event, seat: LiveSeat
 ) -> StreamingResponse:
     """A text/event-stream of `items`, numbered; it ends when they do, or with `event: shutdown`
-    once the box drains (app/drain.py).
+    once the box drains (app/door/drain.py).
 
     `items` is closed however the stream stops, so a client that left stops the work behind it.
     """

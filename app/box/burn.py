@@ -4,7 +4,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Sequence
 
-from app.model import Ranking, Scorer, Wanted, in_order, score_each
+from app.engine.model import Ranking, Scorer, Wanted, in_order, score_each
 
 # hashlib releases the GIL for buffers this large, so burning threads compete for the CPU
 # (like onnxruntime does), not for the interpreter lock.

@@ -19,7 +19,7 @@ from typing import Any
 from app.box.burn import BurningScorer
 from app.box.meter import ReviewMeter
 from app.box.speed import Setting, SpeedLoop
-from app.model import Scorer
+from app.engine.model import Scorer
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What the supervisor learns from the instructor's knobs file: the box's kept target and memory cap.
 
-The server's knob board writes the file on every change (app/knobs.py, atomically). The supervisor
+The server's knob board writes the file on every change (app/knobs/board.py, atomically). The supervisor
 reads it when the box starts and before each incarnation, so a restart keeps the instructor's
 values, not the environment's (the group's limit, `LAB_BOX_STATE`, the server's environment), and
 the watchdog reads it while a server runs, so a new cap holds at once where no memory cgroup does
@@ -11,8 +11,8 @@ environment turned off (a target or cap of 0), and one outside the knob's bounds
 import os
 from pathlib import Path
 
-from app.knobs import read_kept
-from app.registry import BOX_KNOBS, BOX_MEMORY_CAP, BOX_TARGET, every_knob
+from app.knobs.board import read_kept
+from app.paths.registry import BOX_KNOBS, BOX_MEMORY_CAP, BOX_TARGET, every_knob
 from app.settings import PROJECT_ROOT
 
 

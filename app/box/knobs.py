@@ -1,4 +1,4 @@
-"""The box's two instructor knobs as owners the knob board hands a value to (app/knob_table.py): its
+"""The box's two instructor knobs as owners the knob board hands a value to (app/knobs/table.py): its
 target seconds per review and its memory cap.
 
 The target: the speed loop re-targets at once, its first guess the current fraction scaled by
@@ -22,10 +22,10 @@ from app.box.calibrate import MIN_QUOTA_US, period_for
 from app.box.memory import memory_now, write_memory_limit
 from app.box.speed import SpeedLoop
 from app.box.state import BoxState
-from app.errors import InvalidKnob
-from app.knobs import Apply
-from app.memory_guard import MemoryGuard
-from app.registry import BOX_MEMORY_CAP, BOX_TARGET, MIB
+from app.contract.errors import InvalidKnob
+from app.knobs.board import Apply
+from app.memory.guard import MemoryGuard
+from app.paths.registry import BOX_MEMORY_CAP, BOX_TARGET, MIB
 
 # A lowered cap must leave room for a few more sample reviews than run now (a burst of 12 grew the
 # server by ~317 MiB, ~26 MiB a review: docs/box.md), so turning the knob never kills the box by itself.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from app.box.priority import take_back_seat
-from app.model import Ranking, Scorer, Wanted, in_order, score_each
+from app.engine.model import Ranking, Scorer, Wanted, in_order, score_each
 
 WINDOW_S = 60.0
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.box.meter import ReviewMeter, Sample, median_solo_s
-from app.cost import LengthCost
+from app.engine.cost import LengthCost
 
 log = logging.getLogger(__name__)
 

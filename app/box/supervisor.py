@@ -6,7 +6,7 @@ closes that socket, as a real crashed process's would: the connections queued fo
 incarnation are reset at once (a front answers them 502) instead of being handed to the next one,
 which would die of them again (a death spiral); each incarnation gets a fresh, empty socket.
 SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end the loop.
-The instructor's token is drawn once, into a private file every incarnation reads (app/instructor.py),
+The instructor's token is drawn once, into a private file every incarnation reads (app/knobs/instructor.py),
 so the /instructor address printed at start-up works for the whole lesson.
 """
 
@@ -34,7 +34,7 @@ from app.box.placement import Placement, place
 from app.box.report import summary
 from app.box.stand_in import measured_figure
 from app.box.state import BoxState
-from app.instructor import kept_token
+from app.knobs.instructor import kept_token
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.box")
@@ -124,7 +124,7 @@ class Supervisor:
             **os.environ,
             "LAB_BOX_STATE": state.model_dump_json(),
             "LAB_BOX_SLOW": "1" if target > 0 else "0",
-            # The instructor's knobs outlive a restart of the server (app/knobs.py), the box's two included.
+            # The instructor's knobs outlive a restart of the server (app/knobs/board.py), the box's two included.
             "LAB_KNOBS_FILE": str(self.kept.file),
             "LAB_BOX_SECONDS_PER_REVIEW": str(target),
             "LAB_MEMORY_CAP_BYTES": str(state.memory_cap_bytes),

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.model import RerankerModel, load_topics
+from app.engine.model import RerankerModel, load_topics
 from app.prepare.export import export_int8
 from app.prepare.manifest import Identity, write_manifest
 from app.settings import get_settings

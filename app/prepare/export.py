@@ -27,7 +27,7 @@ def export_int8(checkpoint: Path, folder: Path) -> str:
     """Writes folder/model.onnx (int8) and folder/tokenizer.json; returns how it was quantized.
 
     The graph takes input_ids and attention_mask and returns logits of shape (N, 1), which
-    is what app.model.RerankerModel feeds and reads.
+    is what app.engine.model.RerankerModel feeds and reads.
     """
     with tempfile.TemporaryDirectory(prefix="lab-export-") as work:
         fp32, int8 = Path(work) / "fp32", Path(work) / "int8"

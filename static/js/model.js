@@ -28,7 +28,7 @@ function shapeText(shape) {
 
 const SHAPE_SOURCE = { measured: "이 컴퓨터에서 방금 측정", cached: "이 컴퓨터에서 측정해 둔 값", LAB_PAIR_CHUNK: "LAB_PAIR_CHUNK로 지정" };
 
-/** Which call shape the server chose and why (app/callshape.py); the measured table in the tooltip. */
+/** Which call shape the server chose and why (app/engine/callshape.py); the measured table in the tooltip. */
 function shapeLine(callShape) {
   const line = `모델 호출: 리뷰 하나는 ${shapeText(callShape.one_review_shape)}, 배치는 ${shapeText(callShape.batch_shape)} · ${SHAPE_SOURCE[callShape.source] || callShape.source}`;
   const rows = callShape.trials.map((t) => `${t.workload === "one review" ? "리뷰 하나" : "8개 배치"} · ${shapeText(t)}: 리뷰당 ${t.seconds_per_review.toFixed(3)} CPU초`);

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.schema import VISIBLE_PATTERN
+from app.contract.schema import VISIBLE_PATTERN
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -81,7 +81,7 @@ async def test_openapi_states_the_text_contract(lab_client: LabClientFactory) ->
     for model in ("ReviewIn", "JobIn"):
         text = documented["components"]["schemas"][model]["properties"]["text"]
         assert text["maxLength"] == 123
-        # "At least one visible character", the same class the server checks (app/schema.py).
+        # "At least one visible character", the same class the server checks (app/contract/schema.py).
         assert text["pattern"] == VISIBLE_PATTERN
 
 

@@ -1,7 +1,7 @@
 """Every 4xx/5xx body has one shape, `{"error": "<code>", "detail": "<sentence>"}`, on every route.
 
 Framework errors (validation 422, routing 404/405, body reading 400/413) included; each case
-here answered in FastAPI's or Starlette's own shape before app/error_handlers.py.
+here answered in FastAPI's or Starlette's own shape before app/contract/error_handlers.py.
 """
 
 import asyncio
@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import TABLE
+from app.contract.errors import TABLE
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

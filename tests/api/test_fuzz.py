@@ -8,7 +8,7 @@ the queue-time bounds it first caught as "schema-valid but refused" are document
 Not checked, on purpose: (1) whether every schema-valid request is accepted: some refusals
 depend on the box, not the schema (a webhook URL when the operator set no LAB_WEBHOOK_SECRET,
 or one that is not a public address), and they are clear 422s. A 405's `Allow` lists every
-method of a path (app/error_handlers.py unites the routes), so that check runs too.
+method of a path (app/contract/error_handlers.py unites the routes), so that check runs too.
 """
 
 import tempfile

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from app.engine.model import Ranking
 from app.main import create_app
-from app.model import Ranking
 from app.settings import Settings
 from bench.live import live_server
 from tests.conftest import LabClientFactory

@@ -3,7 +3,7 @@ Host, capped validation answers, strict numbers."""
 
 import pytest
 
-from app.schema import VISIBLE_PATTERN
+from app.contract.schema import VISIBLE_PATTERN
 from tests.api.test_hardening import POSTS, ecma_search
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

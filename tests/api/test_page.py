@@ -6,7 +6,7 @@ from pathlib import Path
 
 from app.api.measured import naive_bursts
 from app.api.page import STATIC_DIR, page_paths
-from app.registry import PATHS
+from app.paths.registry import PATHS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

@@ -11,8 +11,8 @@ from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp, Message
 
 from app.main import create_app
+from app.paths.holds import HoldCheck, SeatHolds
 from app.settings import Settings
-from app.strategies.holds import HoldCheck, SeatHolds
 from bench.live import live_server
 from tests.fakes import GatedScorer
 

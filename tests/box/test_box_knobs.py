@@ -26,10 +26,10 @@ from app.box.placement import Placement
 from app.box.speed import Setting, SpeedLoop
 from app.box.state import BoxState
 from app.box.supervisor import Supervisor, with_kept_knobs
-from app.errors import InvalidKnob
-from app.knobs import KnobBoard
+from app.contract.errors import InvalidKnob
+from app.knobs.board import KnobBoard
 from app.main import create_app
-from app.registry import BOX_TARGET
+from app.paths.registry import BOX_TARGET
 from app.settings import Settings
 from tests.box.test_speed import FakeHost, serve_reviews
 from tests.fakes import GatedScorer

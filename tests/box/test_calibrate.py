@@ -9,7 +9,7 @@ import pytest
 from app.box.burn import BurningScorer, burn
 from app.box.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
 from app.box.meter import ReviewMeter
-from app.model import Ranking, Wanted
+from app.engine.model import Ranking, Wanted
 
 
 def test_quota_is_the_host_cost_as_a_fraction_of_the_target() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from app.box.meter import ReviewMeter
 from app.box.priority import BACK_SEAT_NICE, niceness, take_back_seat
-from app.model import Ranking, Wanted
+from app.engine.model import Ranking, Wanted
 
 LINUX_ONLY = "per-thread nice and SCHED_BATCH are Linux's"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=LINUX_ONLY)

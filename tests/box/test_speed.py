@@ -9,7 +9,7 @@ import pytest
 from app.box.calibrate import slow_to_target
 from app.box.meter import ReviewMeter
 from app.box.speed import Setting, SpeedLoop, next_fraction
-from app.model import Ranking
+from app.engine.model import Ranking
 
 
 class FakeHost:

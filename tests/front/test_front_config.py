@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import FRONT_LIMIT
+from app.contract.errors import FRONT_LIMIT
 from app.front.nginx import FrontConfig, nginx_binary, render, validate
 from app.settings import Settings
 from tests.front_proxy import front_config

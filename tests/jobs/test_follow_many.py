@@ -16,8 +16,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp, Message
 
+from app.contract.schema import MAX_FOLLOWED_JOBS
 from app.main import create_app
-from app.schema import MAX_FOLLOWED_JOBS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

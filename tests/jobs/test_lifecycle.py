@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.model import Ranking
+from app.engine.model import Ranking
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer, fake_ranking
 from tests.waiting import eventually

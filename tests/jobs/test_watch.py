@@ -17,10 +17,10 @@ import pytest
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.sqlite import SqliteJobStore
 from app.jobs.watch import StoreWatcher
-from app.strategies.ticket_config import FollowConfig
-from app.strategies.ticket_follow import TicketFollower
-from app.strategies.ticket_state import Signals
-from app.strategies.tickets import Ticket
+from app.paths.ticket_config import FollowConfig
+from app.paths.ticket_follow import TicketFollower
+from app.paths.ticket_state import Signals
+from app.paths.tickets import Ticket
 from tests.fakes import GatedScorer
 from tests.jobs.conftest import StoreOpener
 from tests.jobs.test_follow_many import EventTap, events_of, lab_app, query

@@ -6,8 +6,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from app.clock import ServiceClock
-from app.lane import InferenceLane
+from app.engine.clock import ServiceClock
+from app.engine.lane import InferenceLane
 from tests.fakes import GatedScorer
 
 

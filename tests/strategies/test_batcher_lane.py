@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.errors import InferenceFailed
-from app.lane import InferenceLane
-from app.paths import Outcome
-from app.strategies.batched import MicroBatcher
+from app.contract.errors import InferenceFailed
+from app.engine.lane import InferenceLane
+from app.paths.batched import MicroBatcher
+from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer, StreamingScorer
 from tests.waiting import eventually
 

@@ -9,10 +9,10 @@ from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 import pytest
 
-from app.lane import InferenceLane, LaneResult
-from app.paths import Outcome
-from app.strategies.batched import MicroBatcher
-from app.turn import Pulled
+from app.engine.lane import InferenceLane, LaneResult
+from app.engine.turn import Pulled
+from app.paths.batched import MicroBatcher
+from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer, StreamingScorer
 from tests.waiting import eventually
 

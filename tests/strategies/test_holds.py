@@ -1,6 +1,6 @@
 """Held seats' tokens on their own: one seat, once, within the grace window, from this box only."""
 
-from app.strategies.holds import HoldCheck, SeatHolds
+from app.paths.holds import HoldCheck, SeatHolds
 
 
 class Clock:

@@ -4,11 +4,11 @@ import asyncio
 
 import pytest
 
-from app.errors import BoxFull
-from app.lane import InferenceLane
-from app.paths import Outcome
-from app.strategies.holds import SeatHolds
-from app.strategies.limited import SeatGate, Visit
+from app.contract.errors import BoxFull
+from app.engine.lane import InferenceLane
+from app.paths.holds import SeatHolds
+from app.paths.limited import SeatGate, Visit
+from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer
 from tests.strategies.test_holds import Clock
 from tests.waiting import eventually

@@ -3,9 +3,9 @@
 import asyncio
 import sys
 
-from app.give_back import malloc_trim
-from app.model import CallShape, RerankerModel
-from app.strategies.naive import NaiveRunner
+from app.engine.model import CallShape, RerankerModel
+from app.memory.give_back import malloc_trim
+from app.paths.naive import NaiveRunner
 from bench.live import TINY_MODEL
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

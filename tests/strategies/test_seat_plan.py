@@ -1,6 +1,6 @@
 """②'s seat forecast on its own: seats free at the times the lane's backlog says, and a promise is a seat."""
 
-from app.strategies.seat_plan import Returner, SeatPlan
+from app.paths.seat_plan import Returner, SeatPlan
 
 
 def burst_box(capacity: int = 5) -> SeatPlan:

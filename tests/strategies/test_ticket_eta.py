@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.clock import ServiceClock
+from app.engine.clock import ServiceClock
 from tests.fakes import GatedScorer
 from tests.jobs.test_follow_many import EventTap, events_of, lab_app, query
 from tests.jobs.test_lifecycle import job, submit

@@ -5,13 +5,13 @@ import asyncio
 import httpx
 import pytest
 
-from app.cache import ResultCache
+from app.engine.cache import ResultCache
+from app.engine.lane import InferenceLane
 from app.jobs.memory import MemoryJobStore
 from app.lab import build_tickets
-from app.lane import InferenceLane
-from app.paths import Pipeline
+from app.paths.pipeline import Pipeline
+from app.paths.tickets import JobRequest
 from app.settings import Settings
-from app.strategies.tickets import JobRequest
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.waiting import eventually

@@ -1,0 +1,207 @@
+"""The knobs an instructor turns in class: live values within bounds, applied to their owners, kept across restarts.
+
+The lab's Settings stay the one place a value is read from (the page, the route summaries, the
+hints), so a change is written there and handed to the owner that uses it at once (②'s gate, ③'s
+batcher, ④'s service). Each change is counted and numbered, so every open page can announce it
+and /metrics can count it; the values are written to a JSON file, so a restarted box keeps them.
+Only someone with the instructor token (the lesson's, app/knobs/instructor.py) may change anything.
+"""
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from app.contract.errors import InvalidKnob, LabError, NotInstructor
+from app.datafile import Unreadable, is_number, read_json
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+KNOBS_FILE_MAX_BYTES = 16 * 1024  # a dozen numbers take a few hundred
+COUNTED_UNITS = ("seats", "reviews", "jobs", "bytes")  # whole numbers only
+
+
+class KnobSpec(Protocol):
+    """What the board needs to know about one knob (the path registry's `Knob` is one)."""
+
+    @property
+    def setting(self) -> str: ...
+
+    @property
+    def low(self) -> float: ...
+
+    @property
+    def high(self) -> float: ...
+
+    @property
+    def unit(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    version: int  # 1, 2, …: pages compare it to the last one they announced
+    setting: str
+    old: float
+    new: float
+    at: float  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class KnobsSnapshot:
+    values: dict[str, float]
+    changes: dict[str, int]  # per knob, since start-up
+    last: Change | None
+
+
+Apply = Callable[[float], None]
+
+
+class KnobBoard:
+    """Owns the live values of the turnable settings; `turn` checks, applies, persists and counts."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        knobs: dict[str, tuple[KnobSpec, Apply]],
+        file: Path | None,
+        token: str,
+        absent: dict[str, str] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._knobs = knobs
+        self._file = file
+        self._absent = absent or {}  # knobs this server cannot turn, and why (the box's, outside the box)
+        self._kept: dict[str, float] = {}  # the file's other entries: a server without a knob keeps its value
+        self._changes = dict.fromkeys(knobs, 0)
+        self._last: Change | None = None
+        self._version = 0
+        self.token = token
+
+    @property
+    def specs(self) -> dict[str, KnobSpec]:
+        return {name: spec for name, (spec, _) in self._knobs.items()}
+
+    def allowed(self, token: str | None) -> None:
+        """Raises NotInstructor (403) unless `token` is this box's instructor token."""
+        if not token or not hmac.compare_digest(token.encode("utf-8", "replace"), self.token.encode()):
+            raise NotInstructor("Only the instructor may turn the knobs: send the token the box printed at start-up.")
+
+    def value(self, setting: str) -> float:
+        return float(getattr(self._settings, setting))
+
+    def turn(self, setting: str, value: float) -> Change:
+        """Check bounds, write the setting, hand it to its owner, persist, count."""
+        if setting in self._absent:
+            raise InvalidKnob(f"{setting} cannot be turned on this server: {self._absent[setting]}.")
+        if setting not in self._knobs:
+            raise InvalidKnob(f"No knob called {setting!r}; the knobs are {', '.join(sorted(self._knobs))}.")
+        spec, apply = self._knobs[setting]
+        value += 0.0  # -0 is 0 (where 0 is within bounds)
+        if (why := misfit(spec, value)) is not None:
+            raise InvalidKnob(f"{why}.")
+        old = self.value(setting)
+        self._set(setting, value, apply)
+        self._version += 1
+        self._changes[setting] += 1
+        self._last = Change(self._version, setting, old, value, time.time())
+        self._save()
+        log.warning("Knob %s: %s -> %s (change %d)", setting, old, value, self._version)
+        return self._last
+
+    def restore(self, known: Mapping[str, KnobSpec]) -> None:
+        """Apply the values a previous run of this box left (`known`: every knob a file may hold, so each
+        entry is checked against its own bounds; a bad one is logged and dropped; a value the settings
+        already hold, e.g. the box's, which the supervisor passes on, is not re-applied)."""
+        self._kept = read_kept(self._file, known)
+        for setting, value in self._kept.items():
+            if setting in self._knobs and value != self.value(setting):
+                _, apply = self._knobs[setting]
+                try:
+                    self._set(setting, value, apply)
+                except LabError as exc:  # e.g. a memory cap below what this server uses now
+                    log.warning("Not restoring %s = %s: %s", setting, value, exc.message)
+
+    def snapshot(self) -> KnobsSnapshot:
+        return KnobsSnapshot({name: self.value(name) for name in self._knobs}, dict(self._changes), self._last)
+
+    def _set(self, setting: str, value: float, apply: Apply) -> None:
+        """The owner first: one that refuses (raises) leaves the settings as they were."""
+        current = getattr(self._settings, setting)
+        typed = int(value) if isinstance(current, int) and not isinstance(current, bool) else value
+        apply(float(typed))
+        setattr(self._settings, setting, typed)
+
+    def _save(self) -> None:
+        if self._file is None:
+            return
+        values = self._kept | {name: self.value(name) for name in self._knobs}
+        try:
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self._file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(values), encoding="utf-8")
+            temporary.replace(self._file)  # atomic: a crash mid-write never leaves half a file
+        except OSError as exc:  # the change holds in this server; only a restart forgets it
+            log.warning("Cannot keep the knobs in %s (%s): a restart will not remember them.", self._file, exc)
+
+
+def misfit(spec: KnobSpec, value: float) -> str | None:
+    """Why `value` cannot be this knob's (out of bounds, or a fraction of a counted unit); None if it can."""
+    if not spec.low <= value <= spec.high:
+        low, high, got = (amount(v, spec.unit) for v in (spec.low, spec.high, value))
+        return f"{spec.setting} must lie between {low} and {high} {unit(spec.unit)}; got {got}"
+    if spec.unit in COUNTED_UNITS and value != int(value):
+        return f"{spec.setting} counts {spec.unit}: a whole number, not {value:g}"
+    return None
+
+
+def read_kept(file: Path | None, known: Mapping[str, KnobSpec]) -> dict[str, float]:
+    """The values a knobs file holds that fit their knobs ({} when there is none or it cannot be read): one
+    log line for an unreadable file, and one per entry dropped (an unknown knob, not a number, out of bounds)."""
+    if file is None:
+        return {}
+    try:
+        saved = read_json(file, KNOBS_FILE_MAX_BYTES)
+    except FileNotFoundError:
+        return {}
+    except Unreadable as exc:
+        log.warning("Ignoring the knobs file %s: %s.", file, exc)
+        return {}
+    if not isinstance(saved, dict):
+        log.warning("Ignoring the knobs file %s: not a JSON object (%s).", file, type(saved).__name__)
+        return {}
+    kept: dict[str, float] = {}
+    for setting, value in saved.items():
+        spec = known.get(setting)
+        why = (
+            f"no knob called {setting[:40]!r}"
+            if spec is None
+            else f"{setting} is not a number ({describe(value)})"
+            if not is_number(value)
+            else misfit(spec, float(value))
+        )
+        if why is not None:
+            log.warning("Ignoring an entry of the knobs file %s: %s.", file, why)
+        else:
+            kept[setting] = float(value) + 0.0
+    return kept
+
+
+def describe(value: object) -> str:
+    """A kept entry that is not a number, in a few words for the log (never the whole of it)."""
+    if isinstance(value, list | dict):
+        return "a JSON array" if isinstance(value, list) else "a JSON object"
+    return repr(value)[:40] if isinstance(value, bool | None | str) else str(value)[:40]
+
+
+def unit(name: str) -> str:
+    """How a unit is written to people: bytes as MiB (what the instructor page types)."""
+    return "MiB" if name == "bytes" else name
+
+
+def amount(value: float, name: str) -> str:
+    return f"{value / 2**20:g}" if name == "bytes" else f"{value:g}"

@@ -1,0 +1,1 @@
+"""Observation: metrics, tallies and the live stats' fan-out."""

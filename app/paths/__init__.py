@@ -1,0 +1,1 @@
+"""The paths: the registry, the pipeline around a direct path, and each path with what only it uses."""

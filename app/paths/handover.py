@@ -1,0 +1,164 @@
+"""③'s batch between its loop and the lane: the loop hands members over, the lane takes them at ③'s turn without
+waiting for the loop, and what the lane makes of them comes back to the loop in one hop per group."""
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+
+from app.engine.lane import LaneResult
+from app.engine.model import Ranking
+from app.engine.turn import Pulled
+from app.paths.batch import Waiter
+from app.paths.pipeline import Outcome
+
+
+class Handover:
+    """One batch of ③'s, from the loop to the lane and back; the loop makes one for each turn it takes.
+
+    On the loop: `offer` hands a waiter over (up to `max_size`, until the lane has taken the batch);
+    a member whose client leaves (its `Reply` is cancelled) is dropped, or once taken marked gone, so
+    the lane leaves it out of its next model call;
+    `seen` turns true once the loop has heard that the lane took the batch, and `finished` resolves
+    with the lane's result. On the lane thread: `take` (the lane's `Take`) returns whoever was handed
+    over by then, at once; `_each` and `_wanted` serve the lane during its call.
+
+    The lane never waits for the loop. Its news (taken, a member scored, done) goes into an outbox,
+    and the loop is woken once for all that piled up since it last read it: a stalled loop delays
+    answers, never the lane. One lock guards what both sides touch; nothing holds it for longer than
+    a few list operations, and never across an await.
+
+    Who is answered when is decided here: each member as soon as it is scored, but the last awaited
+    one, which goes out with the batch's result once the lane is idle again (so its client, sending
+    again at once, finds the lane free, as after any whole job).
+    """
+
+    def __init__(self, max_size: int, number: int, changed: Callable[[], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.max_size = max_size
+        self.number = number  # X-Batch-Id, if the lane takes anyone
+        self._changed = changed  # on the loop: the lane took the batch, or a member left
+        self._lock = threading.Lock()
+        self._members: list[Waiter] = []  # handed over; fixed once taken (the batch)
+        self._taken = self._withdrawn = False
+        self._gone: set[int] = set()  # members of the batch whose client left
+        self._unscored: set[int] = set()  # members of the batch neither scored nor gone
+        self._outbox: list[Callable[[], None]] = []
+        self._woken = False  # a read of the outbox is already on its way to the loop
+        self.seen = self.waited = False  # waited: the lane ran other work between our turn and taking it
+        self.left_out = 0  # members whose client left before the batch went
+        self.finished: asyncio.Future[LaneResult] = self._loop.create_future()
+
+    # On the loop.
+
+    def offer(self, waiter: Waiter) -> bool:
+        """Hand `waiter` over; False once the batch is full or taken (it waits for the next)."""
+        with self._lock:
+            if self._taken or self._withdrawn or len(self._members) >= self.max_size:
+                return False
+            self._members.append(waiter)
+        waiter.future.on_cancel = partial(self._left, waiter)
+        return True
+
+    @property
+    def batch(self) -> list[Waiter]:
+        """Who the lane took (read once `seen`)."""
+        return self._members
+
+    def waiting(self) -> list[Waiter]:
+        """Members handed over whom the lane has not taken yet."""
+        with self._lock:
+            return [] if self._taken or self._withdrawn else list(self._members)
+
+    def in_flight(self) -> int:
+        """Members the lane has taken whose answer has not gone out."""
+        with self._lock:
+            taken = self._taken and not self._withdrawn
+        return sum(not w.future.done() for w in self._members) if taken else 0
+
+    def withdraw(self) -> list[Waiter]:
+        """The lab is stopping: the lane skips the batch if it has not taken it; every member, to be failed."""
+        with self._lock:
+            self._withdrawn = True
+            members = list(self._members)
+        self.finished.cancel()
+        return members
+
+    def _left(self, waiter: Waiter) -> None:
+        """The member's client left (its future was cancelled just now)."""
+        with self._lock:
+            i = next((i for i, member in enumerate(self._members) if member is waiter), None)
+            if i is None:  # not ours (any more): nothing to leave out
+                return
+            if not self._taken:
+                del self._members[i]
+                self.left_out += 1
+            else:
+                self._gone.add(i)
+                self._unscored.discard(i)
+        self._changed()
+
+    def _drain(self) -> None:
+        with self._lock:
+            news, self._outbox, self._woken = self._outbox, [], False
+        for item in news:
+            item()
+
+    def _seen(self, waited: bool) -> None:
+        self.seen, self.waited = True, waited
+        self._changed()
+
+    def _answer(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+        waiter = self._members[i]
+        if not waiter.future.done():
+            size = len(self._members)
+            waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, size, self.number))
+
+    def _finish(self, result: "Future[LaneResult]") -> None:
+        if self.finished.done():  # withdrawn: the lab is stopping
+            return
+        if (exc := result.exception()) is not None:
+            self.finished.set_exception(exc)
+        else:
+            self.finished.set_result(result.result())
+
+    # On the lane thread.
+
+    def take(self, waited: bool) -> Pulled[LaneResult] | None:
+        """The lane reached our turn: whoever is handed over goes now (None if nobody: the lane moves on)."""
+        with self._lock:
+            if self._withdrawn:
+                return None
+            self._taken = True
+            self._unscored = set(range(len(self._members)))
+        self._post(partial(self._seen, waited))
+        if not self._members:
+            return None
+        result: Future[LaneResult] = Future()
+        result.add_done_callback(lambda done: self._post(partial(self._finish, done)))
+        return Pulled([w.text for w in self._members], result, self._each, self._wanted)
+
+    def _each(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+        with self._lock:
+            if i in self._gone:
+                return
+            self._unscored.discard(i)
+            if not self._unscored:  # the last awaited member: it goes out with the result, once the lane is idle
+                return
+        self._post(partial(self._answer, i, ranking, started, finished))
+
+    def _wanted(self, i: int) -> bool:
+        with self._lock:
+            return i not in self._gone
+
+    def _post(self, news: Callable[[], None]) -> None:
+        """Leave `news` for the loop; wake it only if no wake-up is on its way already."""
+        with self._lock:
+            self._outbox.append(news)
+            if self._woken:
+                return
+            self._woken = True
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the lab stopped, nobody is left to answer
+            self._loop.call_soon_threadsafe(self._drain)

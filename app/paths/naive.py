@@ -1,0 +1,83 @@
+"""Path 1: every request infers at once on its own server thread; nobody waits, nobody is refused."""
+
+import threading
+import time
+from collections.abc import Callable
+
+import anyio.to_thread
+
+from app.contract.errors import InferenceFailed, LabError
+from app.engine.model import ONE_CALL, Scorer, calls_shaped
+from app.memory.guard import MemoryGuard
+from app.paths.pipeline import Outcome
+from app.paths.registry import Load, spec
+
+SPEC = spec("naive")
+
+
+class NaiveRunner:
+    """Calls the model directly on a server thread (the pool sync endpoints use, 40 threads).
+
+    No lane, no limit: twelve requests mean twelve inferences fighting for the CPU and
+    twelve sets of activations in memory at once. That is the lesson. Each request makes the
+    call the server a student writes first makes (`ONE_CALL`: its 24 pairs in one model call,
+    padded to the longest), not the lane's call shape measured for speed: that call is what
+    costs ① its memory (docs/box.md, "① at the cliff"). An optional MemoryGuard (off by
+    default) refuses the inference that would not fit in memory.
+    """
+
+    spec = SPEC
+    name = SPEC.name
+    withdrawable = False  # a thread cannot be stopped mid-inference
+
+    def __init__(
+        self, scorer: Scorer, guard: MemoryGuard | None = None, after_burst: Callable[[], object] | None = None
+    ) -> None:
+        self._scorer = scorer
+        self._guard = guard
+        self._after_burst = after_burst  # run when the last ① inference of a crowd ends (app/memory/give_back.py)
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.last_infer_s = 1.0
+        self._refused = 0
+
+    async def run(self, text: str) -> Outcome:
+        """`wait_s` is the time spent waiting for a server thread."""
+        called = time.monotonic()
+        return await anyio.to_thread.run_sync(self._run, text, called)
+
+    def _run(self, text: str, called: float) -> Outcome:
+        promised = 0
+        if self._guard is not None:
+            try:
+                promised = self._guard.reserve(text, retry_after_s=self.last_infer_s)
+            except Exception:
+                with self._lock:
+                    self._refused += 1
+                raise
+        with self._lock:
+            self.in_flight += 1
+        started = time.monotonic()
+        try:
+            with calls_shaped(ONE_CALL):
+                (ranking,) = self._scorer.score([text])
+        except LabError:
+            raise
+        except Exception as exc:
+            raise InferenceFailed(f"Inference failed: {exc}") from exc
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                last = self.in_flight == 0
+            if self._guard is not None:
+                self._guard.release(promised)
+            if last and self._after_burst is not None:
+                self._after_burst()
+        infer_s = time.monotonic() - started
+        self.last_infer_s = infer_s
+        return Outcome(ranking, started - called, infer_s)
+
+    def load(self) -> Load:
+        """Nobody waits on this path: every request is inferring (or waiting for a server thread, unseen)."""
+        with self._lock:
+            return Load(self.in_flight, 0, {"memory_would_not_fit": self._refused})

@@ -1,0 +1,136 @@
+"""The lab's paths as data: each path describes itself once here, and metrics, stats, the page and the tools read it.
+
+A new path (an adaptive limit, LIFO, priority…) is its strategy module (an owner with `spec`,
+`load()` and, for a direct path, `run`), one `PathSpec` line in `PATHS`, its route in app/api/ and
+its note on the page; docs/architecture.md lists the files. Routes stay declared by hand in
+app/api/ (they are the API's documentation): `PathSpec.route` names the one that submits work,
+and a test checks that the app has it.
+
+This module imports nothing from the server, so clients (bench, tools) can read it too.
+"""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit."""
+
+    setting: str  # the Settings field (and LAB_<SETTING> in the environment)
+    low: float
+    high: float
+    unit: str  # "s", "reviews", "seats", "jobs", "bytes", "on/off"
+
+    def allows(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True, slots=True)
+class PathSpec:
+    """What a path is, independent of any running lab."""
+
+    name: str  # the `path` label in metrics, the key in /api/stats, the radio's value
+    number: int  # its place in display order: ① … ⑤
+    blurb: str  # Korean, beside the radio; `{seats}`-style names are filled from app/contract/schema.py's limits()
+    route: str  # the POST that submits work to it (declared in app/api/)
+    statuses: tuple[int, ...]  # the answers it is built to give, exported at 0 from the start
+    refusals: tuple[str, ...]  # its reasons in review_rejections_total, exported at 0 from the start
+    knobs: tuple[Knob, ...] = ()
+    # For the page: what it trades away (a sentence of static/js/compare.js), whether its answers carry
+    # X-Batch-Size (the mean batch is shown) and whether its /api/stats entry has seats_taken/capacity.
+    gives_up: str = "requests"
+    batches: bool = False
+    seats: bool = False
+
+    @property
+    def mark(self) -> str:
+        """①, ②, … (circled digits run on to ⑳)."""
+        return chr(0x2460 + self.number - 1)
+
+    @property
+    def label(self) -> str:
+        return f"{self.mark} {self.name}"
+
+    @property
+    def answer(self) -> str:
+        """ "ticket" if it answers 202 with a ticket to follow, else "direct" (the result in the answer)."""
+        return "ticket" if 202 in self.statuses else "direct"
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """One path's load at one moment: in inference now, admitted and waiting, refused so far by reason."""
+
+    in_flight: int
+    waiting: int
+    refusals: dict[str, int]
+    details: dict[str, int] = field(default_factory=dict)  # the path's own numbers, shown in /api/stats
+
+
+class LabPath(Protocol):
+    """What a running lab needs from each of its paths: its description and its load."""
+
+    @property
+    def spec(self) -> PathSpec: ...
+
+    def load(self) -> Load: ...
+
+
+# Display order. Each entry is a whole path as the rest of the lab sees it.
+PATHS: tuple[PathSpec, ...] = (
+    PathSpec(
+        "naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
+        (Knob("naive_memory_guard", 0, 1, "on/off"),),
+        gives_up="fast_answers",
+    ),
+    PathSpec(
+        "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
+        ("seats_full", "waited_too_long"),
+        (Knob("limited_seats", 0, 50, "seats"), Knob("limited_max_wait_s", 1, 120, "s")),
+        gives_up="requests", seats=True,
+    ),
+    PathSpec(
+        "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
+        (Knob("batch_window_s", 0, 1, "s"), Knob("batch_max", 1, 64, "reviews"), Knob("batch_max_wait_s", 0, 120, "s")),
+        gives_up="own_pace", batches=True,
+    ),
+    PathSpec(
+        "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
+        (Knob("queue_max_jobs", 1, 1000, "jobs"),),
+        gives_up="one_answer",
+    ),
+)  # fmt: skip
+
+
+MIB = 2**20
+# The box's own knobs (no path's: every path runs on the box), turned by the same board as the paths'.
+# 0.5 s: the page's panel is pushed twice a second, so a shorter review can pass unseen, and the twin
+# costs the lab's hosts 0.6-0.7 CPU s anyway (docs/box.md: the loop would give a whole core and say so).
+# 5 s: a burst of 12 on ① then takes a minute, half of burst.py's 120 s timeout; the CPU quota (at
+# least 1 ms per 100 ms period) still slows a host 50x faster than that.
+BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s")
+# 600 MiB: about the lab's own server at rest with the twin (590-610 MiB, docs/box.md; the box's stand-in for the
+# seed's libraries adds 289 MiB), the least an incarnation can start in; never below what the box uses now + a margin.
+# 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
+# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/box/knobs.py).
+BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
+BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
+
+
+def every_knob() -> dict[str, Knob]:
+    """Every knob declared, the paths' and the box's: what a knobs file may hold, each with its bounds."""
+    return {knob.setting: knob for knob in (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)}
+
+
+def spec(name: str) -> PathSpec:
+    """The registered path called `name` (KeyError for an unknown one)."""
+    for registered in PATHS:
+        if registered.name == name:
+            return registered
+    raise KeyError(name)
+
+
+def routes(specs: tuple[PathSpec, ...] = PATHS) -> dict[str, str]:
+    """Submitting route → path name: the requests LabMiddleware counts (polls of a ticket are not submissions)."""
+    return {s.route: s.name for s in specs}
