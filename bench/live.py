@@ -65,7 +65,7 @@ def serving(settings: dict[str, str], max_open_files: int | None = None) -> Iter
         )
     server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
     try:
-        wait_healthy(server.url, process)
+        wait_healthy(server.url, process, limit_s=180)  # a failure guard: a loaded 2-core host starts slowly
         yield server
     except BaseException:
         sys.stderr.write(server.log())
