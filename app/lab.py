@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.box.speed import SpeedLoop, cost_relative_to
-from app.box.stand_in import HeldMemory
+from app.boxed.speed import SpeedLoop, cost_relative_to
+from app.boxed.stand_in import HeldMemory
 from app.engine.cache import CacheSnapshot, ResultCache
 from app.engine.lane import InferenceLane, LaneSnapshot
 from app.engine.model import Scorer

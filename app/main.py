@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.api import docs, info, knobs, live, page, predict, tickets
-from app.box.report import BoxCollector
+from app.boxed.report import BoxCollector
 from app.contract.error_handlers import SafeJSONResponse, install_error_handlers
 from app.contract.openapi import LabAPI
 from app.door.connections import ConnectionGuard

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.box.state import BoxState
+from app.boxed.state import BoxState
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = PROJECT_ROOT / "models"
@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     # Slow the CPU to box_seconds_per_review in this server. The box turns it on; a bare
     # uvicorn (tests) stays at the host's speed unless it asks.
     box_slow: bool = False
-    # The box holds what the seed's server held at rest beyond the lab's own (app/box/stand_in.py: its
+    # The box holds what the seed's server held at rest beyond the lab's own (app/boxed/stand_in.py: its
     # libraries, measured in app/data/seed_server.json), so ① meets the cap where the seed's box did.
     box_stand_in: bool = True
     # Set by the box for the server it starts (LAB_BOX_STATE, JSON); None outside the box.

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from app.box.cgroup_memory import MemoryFiles
+from app.boxed.cgroup_memory import MemoryFiles
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 from bench.memcap import MemoryCgroup
 from bench.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy

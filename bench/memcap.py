@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import PROC_CGROUP, parent_dirs
+from app.boxed.cgroup_memory import MemoryFiles
 from app.settings import PROJECT_ROOT
 from bench.serverproc import free_port, wait_healthy
 

@@ -266,3 +266,16 @@ def test_nothing_in_app_bench_tools_or_static_imports_a_test_module() -> None:
         for p in sources
     }
     assert {name: modules for name, modules in from_tests.items() if modules} == {}
+
+
+PROGRAMS = ("app.box", "app.front", "app.prepare")  # the supervisor, the classroom front, model export
+
+
+def test_the_server_never_imports_the_programs_around_it() -> None:
+    """The box's supervisor and the front start the server and import from it; the server imports neither."""
+
+    def in_program(module: str) -> bool:
+        return any(module == program or module.startswith(f"{program}.") for program in PROGRAMS)
+
+    upward = {name: sorted(filter(in_program, GRAPH[name])) for name in MODULES if not in_program(name)}
+    assert {name: found for name, found in upward.items() if found} == {}

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts
-from app.box.report import stand_in
+from app.boxed.report import stand_in
 from app.contract.schema import limits, quoted
 from app.paths.registry import PathSpec
 from app.settings import PROJECT_ROOT, Settings

@@ -11,45 +11,14 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import psutil
 
-from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import BoxCgroup
 
 log = logging.getLogger(__name__)
 
 MEMORY_CAP = "memory_cap"
-
-
-def charged_bytes(memory_dir: str | None) -> int | None:
-    """What the memory cgroup charges against the cap and cannot simply drop; None without a readable group."""
-    if memory_dir is None:
-        return None
-    try:
-        return MemoryFiles.at(Path(memory_dir)).charged_bytes()
-    except (OSError, ValueError):
-        return None
-
-
-def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[str, Any]:
-    """/api/stats' `memory`: the box's memory as the kernel counts it (the cgroup, else this process's RSS),
-    in bytes and % of the cap (None without a cap)."""
-    charged = charged_bytes(memory_dir)
-    used, source = (charged, "cgroup") if charged is not None else (rss_bytes, "rss")
-    return {
-        "bytes": used,
-        "source": source,
-        "cap_bytes": cap_bytes or None,
-        "pct_of_cap": round(100 * used / cap_bytes, 1) if cap_bytes > 0 else None,
-    }
-
-
-def write_memory_limit(folder: Path, cap_bytes: int) -> None:
-    """The memory cgroup's cap, in the file of its version (OSError when the kernel refuses)."""
-    MemoryFiles.at(folder).write_limit(cap_bytes)
 
 
 def tree_rss(pid: int) -> int:

@@ -29,11 +29,12 @@ import httpx
 from app.box.cgroups import box_name, sweep_orphans
 from app.box.kept import KeptKnobs, knobs_file
 from app.box.launch import server_argv
-from app.box.memory import MEMORY_CAP, MemoryEnforcer, write_memory_limit
+from app.box.memory import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
-from app.box.report import summary
-from app.box.stand_in import measured_figure
-from app.box.state import BoxState
+from app.boxed.cgroup_memory import write_memory_limit
+from app.boxed.report import summary
+from app.boxed.stand_in import measured_figure
+from app.boxed.state import BoxState
 from app.knobs.instructor import kept_token
 from app.settings import PROJECT_ROOT, Settings
 

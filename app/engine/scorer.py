@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.box.calibrate import slow_to_target, write_quota
-from app.box.speed import SpeedLoop
-from app.box.state import BoxState
+from app.boxed.calibrate import slow_to_target, write_quota
+from app.boxed.speed import SpeedLoop
+from app.boxed.state import BoxState
 from app.engine.callshape import CACHE_NAME, host_key, settle_call_shape
 from app.engine.clock import ServiceClock
 from app.engine.model import RerankerModel, Scorer, load_topics

@@ -113,7 +113,7 @@ BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s")
 # 600 MiB: about the lab's own server at rest with the twin (590-610 MiB, docs/box.md; the box's stand-in for the
 # seed's libraries adds 289 MiB), the least an incarnation can start in; never below what the box uses now + a margin.
 # 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
-# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/box/knobs.py).
+# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/boxed/knobs.py).
 BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.box.state import BoxState
+from app.boxed.state import BoxState
 from app.settings import Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

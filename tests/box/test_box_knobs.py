@@ -16,16 +16,16 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from app.box import memory as box_memory
-from app.box.calibrate import applier
 from app.box.cgroups import BoxCgroup
 from app.box.kept import KeptKnobs
-from app.box.knobs import BoxMemory, box_appliers
 from app.box.memory import Watchdog
-from app.box.meter import ReviewMeter
 from app.box.placement import Placement
-from app.box.speed import Setting, SpeedLoop
-from app.box.state import BoxState
 from app.box.supervisor import Supervisor, with_kept_knobs
+from app.boxed.calibrate import applier
+from app.boxed.knobs import BoxMemory, box_appliers
+from app.boxed.meter import ReviewMeter
+from app.boxed.speed import Setting, SpeedLoop
+from app.boxed.state import BoxState
 from app.contract.errors import InvalidKnob
 from app.knobs.board import KnobBoard
 from app.main import create_app

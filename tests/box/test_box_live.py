@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.box.cgroups import CGROUP_ROOT, box_name
-from app.box.stand_in import measured_figure
+from app.boxed.stand_in import measured_figure
 from bench.fire import BurstReply, fire_burst
 from bench.live import ROOT, TINY_MODEL, LiveServer
 from bench.serverproc import free_port, stop_process, wait_healthy

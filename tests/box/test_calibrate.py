@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app.box.burn import BurningScorer, burn
-from app.box.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
-from app.box.meter import ReviewMeter
+from app.boxed.burn import BurningScorer, burn
+from app.boxed.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
+from app.boxed.meter import ReviewMeter
 from app.engine.model import Ranking, Wanted
 
 

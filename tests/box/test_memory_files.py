@@ -4,9 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from app.box.cgroup_memory import MemoryFiles
 from app.box.cgroups import BoxCgroup
-from app.box.memory import charged_bytes, write_memory_limit
+from app.boxed.cgroup_memory import MemoryFiles, charged_bytes, write_memory_limit
 from bench import memcap
 
 MIB = 2**20

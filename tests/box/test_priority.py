@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from app.box.meter import ReviewMeter
-from app.box.priority import BACK_SEAT_NICE, niceness, take_back_seat
+from app.boxed.meter import ReviewMeter
+from app.boxed.priority import BACK_SEAT_NICE, niceness, take_back_seat
 from app.engine.model import Ranking, Wanted
 
 LINUX_ONLY = "per-thread nice and SCHED_BATCH are Linux's"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app.box.calibrate import slow_to_target
-from app.box.meter import ReviewMeter
-from app.box.speed import Setting, SpeedLoop, next_fraction
+from app.boxed.calibrate import slow_to_target
+from app.boxed.meter import ReviewMeter
+from app.boxed.speed import Setting, SpeedLoop, next_fraction
 from app.engine.model import Ranking
 
 

@@ -2,9 +2,9 @@
 
 import psutil
 
-from app.box.report import model_info, stand_in, summary
-from app.box.stand_in import HeldMemory, measured_figure
-from app.box.state import BoxState
+from app.boxed.report import model_info, stand_in, summary
+from app.boxed.stand_in import HeldMemory, measured_figure
+from app.boxed.state import BoxState
 
 MIB = 2**20
 

@@ -1,6 +1,7 @@
 """One memory cgroup's numbers, v1 or v2, read the same way by the box and by the benchmarks."""
 
 from pathlib import Path
+from typing import Any
 
 
 class MemoryFiles:
@@ -68,3 +69,31 @@ class MemoryFiles:
         if self.version == 1:
             return int((self.folder / "memory.failcnt").read_text())
         return self._keyed("memory.events", "max")
+
+
+def charged_bytes(memory_dir: str | None) -> int | None:
+    """What the memory cgroup charges against the cap and cannot simply drop; None without a readable group."""
+    if memory_dir is None:
+        return None
+    try:
+        return MemoryFiles.at(Path(memory_dir)).charged_bytes()
+    except (OSError, ValueError):
+        return None
+
+
+def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[str, Any]:
+    """/api/stats' `memory`: the box's memory as the kernel counts it (the cgroup, else this process's RSS),
+    in bytes and % of the cap (None without a cap)."""
+    charged = charged_bytes(memory_dir)
+    used, source = (charged, "cgroup") if charged is not None else (rss_bytes, "rss")
+    return {
+        "bytes": used,
+        "source": source,
+        "cap_bytes": cap_bytes or None,
+        "pct_of_cap": round(100 * used / cap_bytes, 1) if cap_bytes > 0 else None,
+    }
+
+
+def write_memory_limit(folder: Path, cap_bytes: int) -> None:
+    """The memory cgroup's cap, in the file of its version (OSError when the kernel refuses)."""
+    MemoryFiles.at(folder).write_limit(cap_bytes)

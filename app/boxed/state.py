@@ -27,7 +27,7 @@ class BoxState(BaseModel):
     cpu_quota_dir: str | None = None
     # The box's memory cgroup folder: /api/stats shows what it charges against the cap; None: RSS.
     memory_dir: str | None = None
-    # Bytes the server holds for the seed's server's libraries (app/box/stand_in.py); 0: none.
+    # Bytes the server holds for the seed's server's libraries (app/boxed/stand_in.py); 0: none.
     stand_in_bytes: int = 0
-    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/box/speed.py).
+    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/boxed/speed.py).
     speed_file: str | None = None
