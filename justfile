@@ -152,6 +152,11 @@ bench: _twin-if-missing
 bench-peer *ARGS: _twin-if-missing setup-infinity
     flock /tmp/lab-cpu.lock python -m bench.peer {{ARGS}}
 
+# ② ③ ⑤ under Poisson streams at 0.5×, 2× and 5× of the lane, 30 s client timeouts (docs/adaptive.md; ARGS: --help).
+[group('bench')]
+bench-adaptive *ARGS: _twin-if-missing
+    flock -o /tmp/lab-cpu.lock python -m bench.adaptive {{ARGS}}
+
 # Infinity for the peer bench in .venv-infinity (it pins numpy<2 and uvicorn<0.33; torch pinned to the CPU build).
 [group('bench')]
 setup-infinity:

@@ -20,6 +20,7 @@ from app.knobs.board import KnobBoard, KnobsSnapshot
 from app.knobs.table import knob_board
 from app.memory.give_back import malloc_trim
 from app.memory.guard import open_memory_guard
+from app.paths.adaptive import AdaptiveGate
 from app.paths.batch import BatcherSnapshot
 from app.paths.batched import MicroBatcher
 from app.paths.holds import HoldsSnapshot, SeatHolds
@@ -71,6 +72,7 @@ class Lab:
     limited: SeatGate
     batcher: MicroBatcher
     tickets: TicketService
+    adaptive: AdaptiveGate
     worker: TicketWorker
     follower: TicketFollower
     store: JobStore
@@ -112,10 +114,10 @@ class Lab:
 
 
 def lab_paths(
-    naive: NaiveRunner, limited: SeatGate, batched: MicroBatcher, tickets: TicketService
+    naive: NaiveRunner, limited: SeatGate, batched: MicroBatcher, tickets: TicketService, adaptive: AdaptiveGate
 ) -> tuple[LabPath, ...]:
     """The lab's paths in display order (app/paths/registry.py's order; a test holds the two together)."""
-    return (naive, limited, batched, tickets)
+    return (naive, limited, batched, tickets, adaptive)
 
 
 def build_tickets(
@@ -163,7 +165,10 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
         )
         batcher.start()
-        knobs = knob_board(settings, limited, batcher, tickets.service, settings.knobs_file, speed, guard)
+        adaptive = AdaptiveGate(
+            lane, target_reviews=settings.adaptive_target_reviews, interval_reviews=settings.adaptive_interval_reviews
+        )
+        knobs = knob_board(settings, limited, batcher, tickets.service, adaptive, settings.knobs_file, speed, guard)
         log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,
@@ -175,10 +180,11 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             limited=limited,
             batcher=batcher,
             tickets=tickets.service,
+            adaptive=adaptive,
             worker=tickets.worker,
             follower=tickets.follower,
             store=store,
-            paths=lab_paths(naive, limited, batcher, tickets.service),
+            paths=lab_paths(naive, limited, batcher, tickets.service, adaptive),
             knobs=knobs,
             speed=speed,
         )

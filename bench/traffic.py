@@ -27,12 +27,15 @@ BURST_SETTINGS = {
     "LAB_BATCH_WINDOW_S": "0.5",
     # ④: 2 queued tickets at most; a burst of 6 overflows it.
     "LAB_QUEUE_MAX_JOBS": "2",
+    # ⑤: a newcomer may wait 2 reviews (0.8 s) while the queue drains: a burst of 6 is refused from about its 4th.
+    "LAB_ADAPTIVE_INTERVAL_REVIEWS": "2",
+    "LAB_ADAPTIVE_TARGET_REVIEWS": "1",
 }
 
 
 # A burst per path, sized to overflow its bound under BURST_SETTINGS (per-path scenario data, like the
 # page's notes: tests/test_layout.py allows this table).
-BURST_SIZES = {"naive": 3, "limited": 8, "batched": 4, "tickets": 6}
+BURST_SIZES = {"naive": 3, "limited": 8, "batched": 4, "tickets": 6, "adaptive": 6}
 
 
 @dataclass

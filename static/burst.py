@@ -6,6 +6,7 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
     curl -O http://BOX:8000/static/burst.py
     python3 burst.py http://BOX:8000 12            # each of the four paths in turn
     python3 burst.py http://BOX:8000/api 50 limited    # the API base works too; naive | batched | tickets | 1-4
+    python3 burst.py http://BOX:8000 12 adaptive       # ⑤, beyond the handout (or 5)
     python3 burst.py http://BOX:8000 12 --json rows.json
     python3 burst.py http://BOX:8000 12 limited --retry   # the refused come back after Retry-After (3 times at most)
     python3 burst.py https://BOX:8443 12 -k            # the classroom front, whose certificate is its own CA's
@@ -50,8 +51,10 @@ PATHS: dict[str, tuple[str, str]] = {
     "limited": ("② limited", "/api/limited/predict"),
     "batched": ("③ batched", "/api/batched/predict"),
     "tickets": ("④ tickets", "/api/queue/jobs"),
+    "adaptive": ("⑤ adaptive", "/api/adaptive/predict"),
 }
-PATH_ALIASES = {"1": "naive", "2": "limited", "3": "batched", "4": "tickets"}
+PATH_ALIASES = {"1": "naive", "2": "limited", "3": "batched", "4": "tickets", "5": "adaptive"}
+BEYOND_HANDOUT = {"adaptive"}  # fired only when named: `all` is the handout's four paths
 
 # Used only when the box's own samples (GET /api/samples) cannot be read.
 FALLBACK_REVIEWS = [
@@ -601,7 +604,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "path",
         nargs="?",
         default="all",
-        help="naive | limited | batched | tickets | 1-4 | all (기본: 네 경로를 차례로)",
+        help="naive | limited | batched | tickets | adaptive | 1-5 | all (기본: 교재의 네 경로를 차례로)",
     )
     parser.add_argument("--same", action="store_true", help="같은 리뷰를 N번 (캐시 보기)")
     parser.add_argument("--json", metavar="FILE", help="요청별 원자료를 JSON으로 저장 (- 는 표준 출력)")
@@ -621,7 +624,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.path = PATH_ALIASES.get(args.path, args.path)
     if args.path != "all" and args.path not in PATHS:
-        parser.error(f"unknown path {args.path!r}: choose naive, limited, batched, tickets, 1-4 or all")
+        parser.error(f"unknown path {args.path!r}: choose naive, limited, batched, tickets, adaptive, 1-5 or all")
     if not 1 <= args.n <= 200:
         parser.error("n must be between 1 and 200")
     if not 0 <= args.retry <= 10:
@@ -636,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.insecure:
         trust_any_certificate()
     base_url = box_root(args.url)
-    paths = list(PATHS) if args.path == "all" else [args.path]
+    paths = [p for p in PATHS if p not in BEYOND_HANDOUT] if args.path == "all" else [args.path]
     try:
         reviews = check_box(base_url)
     except NotALab as exc:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Request, Route
 
+from app.paths.registry import PATHS
 from bench.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser, watched_page
 
@@ -231,6 +232,21 @@ def test_tickets_follow_each_ticket_to_its_result(
     assert ticket_polls(requests) == []
 
 
+def test_adaptive_beyond_the_handout_serves_at_least_as_many_as_limited_and_refuses_at_once(
+    page: Page, fire: Callable[..., list[Row]]
+) -> None:
+    label = page.inner_text("label:has(input[name=path][value=adaptive])")
+    assert "⑤ adaptive" in label and "교재 밖" in label
+    rows = fire("adaptive")
+    counts = statuses(rows)
+    assert set(counts) == {"200", "429"} and counts["200"] >= 5, counts  # ② serves 1 + 4 seats of the same burst
+    refused = [r for r in rows if r["status"] == "429"]
+    assert all(float(r["waitMs"]) < 100 and int(r["retryAfter"]) >= 1 for r in refused), refused
+    assert_bars_follow_server_timing(rows)
+    assert "포기한 것: 공정함" in page.inner_text("#compare-cards")
+    assert page.is_visible("[data-path-note=adaptive]") and "교재 밖" in page.inner_text("[data-path-note=adaptive]")
+
+
 def test_repeated_review_is_answered_from_the_cache_the_second_time(page: Page) -> None:
     def fire_same(n: int) -> list[Row]:
         page.check("input[name=path][value=naive]")
@@ -249,13 +265,13 @@ def test_repeated_review_is_answered_from_the_cache_the_second_time(page: Page) 
 
 
 def test_last_burst_of_each_path_is_kept_for_comparison(page: Page, fire: Callable[..., list[Row]]) -> None:
-    for path in ("naive", "limited", "batched", "tickets"):
+    paths = [p.name for p in PATHS]
+    for path in paths:
         fire(path)
     page.reload()
     cards = page.eval_on_selector_all(
         "#compare-cards .compare-card[data-mode=distinct]", "cards => cards.map((c) => [c.dataset.key, c.innerText])"
     )
-    paths = ("naive", "limited", "batched", "tickets")
     assert [key for key, _ in cards] == [f"{path}|distinct|{BURST}" for path in paths]
     shown = dict(cards)
     assert "200×5 429×7" in shown[f"limited|distinct|{BURST}"] and "202×12" in shown[f"tickets|distinct|{BURST}"]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
+from app.paths.registry import PATHS
 from bench.live import LiveServer, live_server, slowed
 from tests.browser import browser
 from tests.test_burst_page import SCREENSHOTS
@@ -144,7 +145,7 @@ def test_without_the_socket_the_panel_polls_and_says_its_values_are_stale(browse
 def test_phone_layout_never_scrolls_sideways(browser: Browser, server: LiveServer) -> None:
     page, errors = open_page(browser, server, 390, 844)
     try:
-        for path in ("naive", "limited", "batched", "tickets"):
+        for path in (p.name for p in PATHS):
             fire(page, path, size=6)
             finish(page)
             width = page.evaluate("document.documentElement.scrollWidth")

@@ -33,7 +33,7 @@ def test_model_is_the_tiny_one_and_says_random(server: LiveServer) -> None:
     assert "RANDOM weights" in server.log()
 
 
-@pytest.mark.parametrize("path", ["naive", "limited", "batched"])
+@pytest.mark.parametrize("path", ["naive", "limited", "batched", "adaptive"])
 def test_predict_lists_all_24_topics_best_first(server: LiveServer, path: str) -> None:
     response = httpx.post(f"{server.url}/api/{path}/predict", json={"text": f"{path}: 빵은 맛있는데 비싸요"})
     assert response.status_code == 200

@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.deps import ReviewText
+from app.api.page import STATIC_DIR
 from app.api.predict import serve
 from app.contract.schema import PredictionOut
 from app.lab import Lab
@@ -22,9 +23,10 @@ from app.settings import Settings
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
 
-FIFTH = PathSpec(
+# One more than the registered paths (numbered after them): the registry reaches every edge without edits there.
+EXTRA = PathSpec(
     "lifo",
-    5,
+    len(PATHS) + 1,
     "나중에 온 것 먼저",
     "/api/lifo/predict",
     (200, 429),
@@ -36,8 +38,8 @@ FIFTH = PathSpec(
 class LastInFirstOut:
     """A stand-in fifth path: answers at once, reports a fixed load so the test can find its numbers."""
 
-    spec = FIFTH
-    name = FIFTH.name
+    spec = EXTRA
+    name = EXTRA.name
     withdrawable = False
 
     def __init__(self) -> None:
@@ -53,7 +55,7 @@ class LastInFirstOut:
 
 def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() -> None:
     assert [p.number for p in PATHS] == list(range(1, len(PATHS) + 1))
-    assert [p.label for p in PATHS] == ["① naive", "② limited", "③ batched", "④ tickets"]
+    assert [p.label for p in PATHS] == ["① naive", "② limited", "③ batched", "④ tickets", "⑤ adaptive"]
     assert len(routes()) == len({p.name for p in PATHS}) == len(PATHS)
 
 
@@ -93,7 +95,7 @@ async def fifth() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
     app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
     path = LastInFirstOut()
 
-    @app.post(FIFTH.route, response_model=PredictionOut)
+    @app.post(EXTRA.route, response_model=PredictionOut)
     async def predict_lifo(text: ReviewText, request: Request, response: Response) -> PredictionOut:
         return await serve(path, text, request, response)
 
@@ -128,14 +130,14 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     fifth: tuple[httpx.AsyncClient, LastInFirstOut],
 ) -> None:
     client, path = fifth
-    answer = await client.post(FIFTH.route, json={"text": "다섯 번째 길"})
+    answer = await client.post(EXTRA.route, json={"text": "다섯 번째 길"})
     assert answer.status_code == 200 and answer.json()["path"] == "lifo"
     assert path.ran == ["다섯 번째 길"]
     metrics = (await client.get("/metrics")).text
     assert 'review_requests_total{path="lifo",status="200"} 1.0' in metrics
     assert 'review_inference_seconds_count{path="lifo"} 1.0' in metrics
     stats = (await client.get("/api/stats")).json()
-    assert list(stats["paths"]) == ["naive", "limited", "batched", "tickets", "lifo"]
+    assert list(stats["paths"]) == [*(p.name for p in PATHS), "lifo"]
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
 
@@ -145,15 +147,15 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
 ) -> None:
     client, _ = fifth
     html = (await client.get("/")).text
-    assert '<input type="radio" name="path" value="lifo"> ⑤ lifo <small>나중에 온 것 먼저</small>' in html
+    assert '<input type="radio" name="path" value="lifo"> ⑥ lifo <small>나중에 온 것 먼저</small>' in html
     block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
     assert block is not None
     listed = json.loads(block.group(1))
-    assert [p["name"] for p in listed] == ["naive", "limited", "batched", "tickets", "lifo"]
+    assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
     assert listed[-1] | {"gives_up": "?"} == {
         "name": "lifo",
-        "number": "⑤",
-        "label": "⑤ lifo",
+        "number": "⑥",
+        "label": "⑥ lifo",
         "blurb": "나중에 온 것 먼저",
         "route": "/api/lifo/predict",
         "answer": "direct",
@@ -161,3 +163,15 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
         "batches": False,
         "seats": False,
     }
+
+
+async def test_every_turnable_knob_has_its_korean_name_on_the_instructors_page_and_the_class_page() -> None:
+    """The two scripts name the knobs in Korean; a knob registered without a name would show as its setting."""
+    scripts = {name: (STATIC_DIR / "js" / name).read_text("utf-8") for name in ("instructor.js", "knobs.js")}
+    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+    async with LifespanManager(app):
+        turnable = app.state.lab.knobs.snapshot().values
+    assert {"adaptive_target_reviews", "adaptive_interval_reviews"} <= set(turnable)
+    for setting in turnable:
+        for name, script in scripts.items():
+            assert re.search(rf"^\s*{setting}: ", script, flags=re.MULTILINE), (setting, name)

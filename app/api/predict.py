@@ -112,3 +112,20 @@ async def predict_limited(
 async def predict_batched(text: ReviewText, request: Request, response: Response) -> PredictionOut:
     """Gathered with others for up to {window_ms} ms (up to {batch_max}) and inferred as one batch."""
     return await serve(get_lab(request).batcher, text, request, response)
+
+
+@router.post(
+    "/adaptive/predict",
+    response_model=PredictionOut,
+    responses=answers(
+        answer(200, "Scored", *PREDICTION_HEADERS),
+        INPUT_ERRORS,
+        answer(429, "The queue's measured delay is over its bound (`reason`); see Retry-After", "Retry-After"),
+        answer(503, "The model failed on this review"),
+    ),
+    summary="⑤ adaptive: admitted by measured queueing delay (beyond the handout)",
+)
+async def predict_adaptive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
+    """Refused at once when the work ahead would outlast {adaptive_interval_reviews} reviews (while the queue
+    drains) or {adaptive_target_reviews} (once it stands, CoDel-style); newest first while it stands."""
+    return await serve(get_lab(request).adaptive, text, request, response)

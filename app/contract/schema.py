@@ -174,7 +174,7 @@ class ErrorOut(BaseModel):
     reason: str | None = Field(
         None,
         description="A refusal's own reason, as /api/stats `rejections` and the metrics count it: "
-        "seats_full | queue_too_long | waited_too_long | job_queue_full | memory_would_not_fit",
+        + " | ".join(reason for path in PATHS for reason in path.refusals),
     )
     fields: list[dict[str, Any]] | None = Field(None, description="422 from the schema: each problem's loc/msg/type")
     hold_token: str | None = Field(
@@ -192,6 +192,8 @@ def limits(settings: Settings) -> dict[str, str]:
         "max_wait_s": f"{settings.limited_max_wait_s:g}",
         "hold_grace_s": f"{settings.limited_hold_grace_s:g}",
         "queue_max_jobs": str(settings.queue_max_jobs),
+        "adaptive_target_reviews": f"{settings.adaptive_target_reviews:g}",
+        "adaptive_interval_reviews": f"{settings.adaptive_interval_reviews:g}",
         "max_text_chars": str(settings.max_text_chars),
         "max_followed": str(MAX_FOLLOWED_JOBS),
     }

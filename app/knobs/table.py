@@ -13,6 +13,7 @@ from app.boxed.speed import SpeedLoop
 from app.knobs.board import Apply, KnobBoard
 from app.knobs.instructor import instructor_token
 from app.memory.guard import MemoryGuard
+from app.paths.adaptive import AdaptiveGate
 from app.paths.batched import MicroBatcher
 from app.paths.limited import SeatGate
 from app.paths.registry import Knob, every_knob
@@ -25,6 +26,7 @@ def knob_board(
     gate: SeatGate,
     batcher: MicroBatcher,
     tickets: TicketService,
+    adaptive: AdaptiveGate,
     file: Path | None,
     speed: SpeedLoop | None = None,
     guard: MemoryGuard | None = None,
@@ -37,6 +39,8 @@ def knob_board(
         "batch_max": lambda v: batcher.retune(max_size=int(v)),
         "batch_max_wait_s": lambda v: batcher.retune(max_wait_s=v),
         "queue_max_jobs": lambda v: tickets.retune(queue_max_jobs=int(v)),
+        "adaptive_target_reviews": lambda v: adaptive.retune(target_reviews=v),
+        "adaptive_interval_reviews": lambda v: adaptive.retune(interval_reviews=v),
     }
     box, absent = box_appliers(settings.box_state, speed, guard)
     appliers |= box

@@ -70,6 +70,10 @@ class LabCollector(Collector):
             GaugeMetricFamily("review_waiting", HELP["review_waiting"], labels=["path"]),
             (((p,), loads[p].waiting) for p in names),
         )
+        yield labelled(  # each path's own fixed set of names (its Load.details): bounded labels
+            GaugeMetricFamily("review_path_state", HELP["review_path_state"], labels=["path", "name"]),
+            (((p, name), value) for p in names for name, value in loads[p].details.items()),
+        )
         yield labelled(
             CounterMetricFamily("review_rejections", HELP["review_rejections"], labels=["path", "reason"]),
             (((p.name, r), loads[p.name].refusals.get(r, 0)) for p in snap.paths for r in p.refusals),

@@ -16,6 +16,8 @@ HELP = {
     "review_requests": "Prediction requests answered, by path and HTTP status.",
     "review_in_flight": "Requests being inferred right now (처리 중), by path.",
     "review_waiting": "Requests or jobs admitted and waiting for the lane (대기), by path.",
+    "review_path_state": "Each path's own numbers, as in /api/stats (②: seats_taken, capacity, held; "
+    "⑤: limit, standing, newest_first), by path and name.",
     "review_rejections": "Requests refused, by path and reason (each path's reasons are in app/paths/registry.py).",
     "review_wait_seconds": "Time from arrival to the start of inference, by path.",
     "review_inference_seconds": "Time one inference call took on the model, by path.",

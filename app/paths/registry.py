@@ -100,6 +100,12 @@ PATHS: tuple[PathSpec, ...] = (
         (Knob("queue_max_jobs", 1, 1000, "jobs"),),
         gives_up="one_answer",
     ),
+    PathSpec(
+        "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
+        ("over_target", "past_interval"),
+        (Knob("adaptive_target_reviews", 0.5, 10, "reviews"), Knob("adaptive_interval_reviews", 1, 60, "reviews")),
+        gives_up="fairness",
+    ),
 )  # fmt: skip
 
 

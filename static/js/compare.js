@@ -65,6 +65,15 @@ const GAVE_UP = {
       `묶음 안에서는 짧은 리뷰부터 끝나는 대로 답하므로 긴 리뷰는 묶음 끝까지 기다림, p50 ${fmtMs(s.p50Ms)}`
     );
   },
+  fairness(burst, s, refused) {
+    if (!refused) return `포기한 것: 이번엔 없음. 줄이 목표 안에 빠져 ${s.served}개 모두 받음 (더 몰리면 거절)`;
+    const late = burst.rows.filter((r) => r.status === 429);
+    const slowest = Math.max(0, ...late.map((r) => r.totalMs || 0));
+    return (
+      `포기한 것: 공정함. ${refused}/${s.size}개 거절(가장 늦은 거절 ${fmtMs(slowest)}), 줄이 서 있으면 새로 온 요청부터 ` +
+      `처리해 오래 기다린 요청이 먼저 밀려남, 받은 ${s.served}개 p95 ${fmtMs(s.p95Ms)}`
+    );
+  },
   one_answer(burst, s) {
     const late = s.etaLateS == null ? "" : `, 약속보다 평균 ${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(1)}초`;
     return `포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, 결과까지 p95 ${fmtMs(s.p95Ms)}${late}`;

@@ -12,6 +12,8 @@ const NAMES = {
   batch_max: "③ 최대 묶음 (개)",
   batch_max_wait_s: "③ 예상 대기 상한 (초, 0 = 끔)",
   queue_max_jobs: "④ 번호표 상한 (장)",
+  adaptive_target_reviews: "⑤ 서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
+  adaptive_interval_reviews: "⑤ 줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
   box_seconds_per_review: "상자: 리뷰당 목표 (초)",
   memory_cap_bytes: "상자: 메모리 상한 (MiB)",
 };

@@ -12,6 +12,8 @@ const SHOWN = {
   batch_max: ["batch_max", (v) => String(v), "③ 최대 묶음"],
   batch_max_wait_s: ["batch_max_wait_s", (v) => String(v), "③ 예상 대기 상한(초)"],
   queue_max_jobs: ["queue_max_jobs", (v) => String(v), "④ 번호표 상한"],
+  adaptive_target_reviews: ["adaptive_target_reviews", (v) => String(v), "⑤ 서 있는 줄의 목표(리뷰 건수)"],
+  adaptive_interval_reviews: ["adaptive_interval_reviews", (v) => String(v), "⑤ 줄을 지켜보는 간격(리뷰 건수)"],
   box_seconds_per_review: ["box_target_s", (v) => String(v), "상자 리뷰당 목표(초)"],
   memory_cap_bytes: ["memory_cap_mib", (v) => String(Math.round(v / 2 ** 20)), "상자 메모리 상한(MiB)"],
 };

@@ -1,5 +1,6 @@
 """Stats, model, health and the API docs."""
 
+from app.paths.registry import PATHS
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -14,7 +15,7 @@ async def test_stats_model_health_and_docs(lab_client: LabClientFactory) -> None
         spec = (await client.get("/api/openapi.json")).json()
     assert stats["lane"]["completed"] == 1
     assert stats["process"]["rss_bytes"] > 0
-    assert set(stats["paths"]) == {"naive", "limited", "batched", "tickets"}
+    assert set(stats["paths"]) == {p.name for p in PATHS}
     assert model["random_weights"] is True
     assert model["service_samples"] == 1
     assert health.status_code == 200

@@ -1,0 +1,185 @@
+"""Path 5: admitted by measured queueing delay, in order while the queue drains, newest first while it stands.
+
+A real lane over a gated scorer whose hints count 1 s per review (`steady_lane`), and a clock the test moves
+by hand for the gate's own timing: nothing here sleeps.
+"""
+
+import asyncio
+
+import pytest
+
+from app.contract.errors import BoxFull
+from app.engine.lane import InferenceLane
+from app.paths.adaptive import AdaptiveGate
+from app.paths.pipeline import Outcome
+from tests.fakes import GatedScorer
+from tests.strategies.test_holds import Clock
+from tests.waiting import eventually
+
+Tasks = list["asyncio.Task[Outcome]"]
+
+
+def gate_of(lane: InferenceLane, clock: Clock, *, target: float = 1, interval: float = 4) -> AdaptiveGate:
+    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, now=clock)
+
+
+async def admit(gate: AdaptiveGate, texts: list[str]) -> Tasks:
+    """Each text arrives in turn and is admitted (the test fails if one is refused)."""
+    tasks = []
+    for text in texts:
+        before = gate.load()
+        tasks.append(asyncio.create_task(gate.run(text)))
+
+        async def admitted(before_in: int = before.in_flight + before.waiting) -> bool:
+            assert not tasks[-1].done() or tasks[-1].exception() is None, tasks[-1].exception()
+            now = gate.load()
+            return now.in_flight + now.waiting == before_in + 1
+
+        await eventually(admitted)
+    return tasks
+
+
+async def refused(gate: AdaptiveGate, text: str) -> BoxFull:
+    """Awaited directly while the scorer is gated: it can only return if the refusal waited for nothing."""
+    with pytest.raises(BoxFull) as caught:
+        await gate.run(text)
+    return caught.value
+
+
+async def on_lane(scorer: GatedScorer, n: int) -> None:
+    await asyncio.to_thread(scorer.wait_entered, n)
+
+
+async def test_nothing_is_refused_under_light_load(steady_lane: InferenceLane, scorer: GatedScorer) -> None:
+    gate = gate_of(steady_lane, Clock())
+    scorer.open()
+    for i in range(6):
+        assert (await gate.run(f"하나씩 {i}")).ranking[0].id == f"echo:하나씩 {i}"
+    await asyncio.gather(*(gate.run(f"조금 겹쳐서 {i}") for i in range(3)))
+    assert gate.load().refusals == {"over_target": 0, "past_interval": 0}
+    assert not gate.standing
+
+
+async def test_the_queue_is_served_in_order_while_it_drains(steady_lane: InferenceLane, scorer: GatedScorer) -> None:
+    gate = gate_of(steady_lane, Clock())
+    tasks = await admit(gate, ["가", "나", "다", "라"])
+    await on_lane(scorer, 1)
+    scorer.open()
+    await asyncio.gather(*tasks)
+    assert scorer.calls == [["가"], ["나"], ["다"], ["라"]]
+    assert gate.load().details["newest_first"] == 0
+
+
+async def test_while_draining_a_newcomer_is_refused_at_once_past_the_interval(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    gate = gate_of(steady_lane, Clock(), interval=4)
+    tasks = await admit(gate, ["가", "나", "다", "라", "마"])  # 1 running, 1 in the lane's FIFO, 3 in ⑤'s queue
+    await on_lane(scorer, 1)
+    refusal = await refused(gate, "바")
+    assert refusal.reason == "over_target" and refusal.status == 429
+    assert refusal.retry_after_s is not None and refusal.retry_after_s >= 1  # the work ahead less the bound, and more
+    assert refusal.waited_s is not None and refusal.waited_s < 0.5
+    assert gate.load().refusals["over_target"] == 1
+    assert gate.standing  # the work ahead outlasts the interval: the queue will stand, no need to wait and see
+    scorer.open()
+    await asyncio.gather(*tasks)
+
+
+async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer, clock: Clock) -> tuple[Tasks, BoxFull]:
+    """Three wait behind one running and one in the lane's FIFO; an interval later the fourth finds it standing."""
+    tasks = await admit(gate, ["가", "나", "다"])
+    await on_lane(scorer, 1)
+    clock.now += 1.5
+    tasks += await admit(gate, ["라"])
+    clock.now += 1.5
+    tasks += await admit(gate, ["마"])  # an interval (4 reviews at 1 s) has not passed yet: still draining
+    assert not gate.standing
+    clock.now += 1.5  # 4.5 s with "다" (the oldest) waiting over the target (1 s): it stands
+    return tasks, await refused(gate, "바")
+
+
+async def test_under_a_standing_queue_refusals_are_instant_and_the_newest_go_first(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    clock = Clock()
+    gate = gate_of(steady_lane, clock)
+    tasks, refusal = await standing_queue(gate, scorer, clock)
+    assert gate.standing and gate.load().details["standing"] == 1
+    assert refusal.reason == "over_target" and refusal.waited_s is not None and refusal.waited_s < 0.5
+    scorer.open()
+    await asyncio.gather(*tasks)
+    assert scorer.calls == [["가"], ["나"], ["마"], ["라"], ["다"]]  # the waiters newest first
+    assert gate.load().details["newest_first"] >= 2
+
+
+async def test_a_waiter_passed_over_for_an_interval_is_refused_oldest_first(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    clock = Clock()
+    gate = gate_of(steady_lane, clock)
+    tasks, _ = await standing_queue(gate, scorer, clock)
+    clock.now += 4.5  # an interval since it stood: whoever still waits was passed over for that long
+    scorer.open()  # "가" done: places on the lane free, and the passed-over are refused first
+    done = await asyncio.gather(*tasks, return_exceptions=True)
+    passed = [r for r in done if isinstance(r, BoxFull)]
+    assert [r.reason for r in passed] == ["past_interval"] * 3
+    assert all(r.waited_s is not None and r.retry_after_s is not None for r in passed)
+    assert scorer.calls == [["가"], ["나"]]
+    assert gate.load().refusals == {"over_target": 1, "past_interval": 3}
+
+
+async def test_a_standing_queue_drains_back_to_order_once_nobody_is_refused_for_an_interval(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    clock = Clock()
+    gate = gate_of(steady_lane, clock)
+    tasks, _ = await standing_queue(gate, scorer, clock)
+    scorer.open()
+    await asyncio.gather(*tasks)
+    clock.now += 4.5
+    await gate.run("다시 한가한 때")
+    assert not gate.standing
+
+
+async def test_a_client_gone_or_refused_never_costs_another_its_review_or_the_lane(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    gate = gate_of(steady_lane, Clock())
+    tasks = await admit(gate, ["가", "나", "다", "라", "마"])
+    await on_lane(scorer, 1)
+    tasks[1].cancel()  # let through to the lane, not yet running
+    tasks[2].cancel()  # still in ⑤'s queue
+    await refused(gate, "넘치는 것")
+    scorer.open()
+    done = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(done[1], asyncio.CancelledError) and isinstance(done[2], asyncio.CancelledError)
+    answered = [o.ranking[0].id for o in (done[0], *done[3:]) if isinstance(o, Outcome)]
+    assert answered == ["echo:가", "echo:라", "echo:마"]
+    assert ["다"] not in scorer.calls
+    assert gate.load().in_flight == gate.load().waiting == 0
+    assert steady_lane.alive
+    assert (await gate.run("그다음")).ranking[0].id == "echo:그다음"
+
+
+async def test_a_failing_review_is_a_503_and_frees_its_place(steady_lane: InferenceLane) -> None:
+    failing = GatedScorer(gated=False, fail_on="깨진 리뷰")
+    lane = InferenceLane(failing, clock=steady_lane.clock)
+    lane.start()
+    try:
+        gate = gate_of(lane, Clock())
+        with pytest.raises(Exception) as caught:
+            await gate.run("깨진 리뷰")
+        assert getattr(caught.value, "status", None) == 503
+        assert gate.load().in_flight == 0
+        assert (await gate.run("멀쩡한 리뷰")).ranking[0].id == "echo:멀쩡한 리뷰"
+    finally:
+        await asyncio.to_thread(lane.stop)
+
+
+async def test_the_instructor_retunes_the_bounds(steady_lane: InferenceLane) -> None:
+    gate = gate_of(steady_lane, Clock(), target=1, interval=4)
+    gate.retune(target_reviews=3, interval_reviews=8)
+    assert (gate.target_s, gate.interval_s) == (3.0, 8.0)
+    gate.retune(interval_reviews=2)
+    assert gate.interval_s == 3.0  # never shorter than the target

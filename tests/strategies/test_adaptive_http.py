@@ -1,0 +1,63 @@
+"""⑤ over HTTP: the same answers and headers as ①–④, bad input refused before the queue, refusals that say why."""
+
+import asyncio
+
+import httpx
+
+from tests.conftest import LabClientFactory
+from tests.fakes import GatedScorer
+from tests.waiting import eventually
+
+ROUTE = "/api/adaptive/predict"
+
+
+async def post(client: httpx.AsyncClient, text: str) -> httpx.Response:
+    return await client.post(ROUTE, json={"text": text})
+
+
+async def test_adaptive_answers_with_the_headers_every_path_gives(lab_client: LabClientFactory) -> None:
+    async with lab_client(GatedScorer(gated=False)) as client:
+        first, again = await post(client, "빵이 맛있어요"), await post(client, "빵이 맛있어요")
+    assert first.status_code == again.status_code == 200
+    assert first.json()["path"] == "adaptive" and first.json()["top"]["id"] == "echo:빵이 맛있어요"
+    assert first.headers["Server-Timing"].startswith("wait;dur=") and "infer;dur=" in first.headers["Server-Timing"]
+    assert (first.headers["X-Cache"], again.headers["X-Cache"]) == ("miss", "hit")
+
+
+async def test_adaptive_refuses_bad_input_with_a_4xx_and_queues_nothing(lab_client: LabClientFactory) -> None:
+    scorer = GatedScorer(gated=False)
+    async with lab_client(scorer) as client:
+        blank, missing = await post(client, "   "), await client.post(ROUTE, json={})
+        not_json = await client.post(ROUTE, content=b"\xff", headers={"Content-Type": "application/json"})
+        stats = (await client.get("/api/stats")).json()
+    assert (blank.status_code, missing.status_code) == (422, 422) and 400 <= not_json.status_code < 500
+    assert scorer.calls == []
+    assert stats["paths"]["adaptive"]["waiting"] == 0 and stats["rejections"]["adaptive"]["over_target"] == 0
+
+
+async def test_adaptive_429_comes_at_once_with_reason_retry_after_and_server_timing(
+    lab_client: LabClientFactory,
+) -> None:
+    scorer = GatedScorer()
+    # The hints count the lane's default 1 s per review: 2 reviews of interval hold one running and two more.
+    async with lab_client(scorer, adaptive_interval_reviews=2, adaptive_target_reviews=1) as client:
+        tasks = [asyncio.create_task(post(client, f"리뷰 {i}")) for i in range(3)]
+
+        async def all_admitted() -> bool:
+            path = (await client.get("/api/stats")).json()["paths"]["adaptive"]
+            return bool(path["in_flight"] + path["waiting"] == 3)
+
+        await eventually(all_admitted)
+        refused = await post(client, "넘치는 리뷰")  # awaited while the scorer is gated: nothing ran for it
+        assert refused.status_code == 429
+        assert refused.json()["error"] == "box_full" and refused.json()["reason"] == "over_target"
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert float(refused.headers["Server-Timing"].removeprefix("wait;dur=")) < 500
+        metrics = (await client.get("/metrics")).text
+        scorer.open()
+        assert [r.status_code for r in await asyncio.gather(*tasks)] == [200] * 3
+    assert 'review_rejections_total{path="adaptive",reason="over_target"} 1.0' in metrics
+    assert 'review_requests_total{path="adaptive",status="429"} 1.0' in metrics
+    # Its own numbers too, for the Grafana row: two on the lane at most, and the refusal made its queue stand.
+    assert 'review_path_state{name="limit",path="adaptive"} 2.0' in metrics
+    assert 'review_path_state{name="standing",path="adaptive"} 1.0' in metrics
