@@ -106,12 +106,10 @@ def looped(lane: InferenceLane) -> Iterator[tuple[LoopThread, MicroBatcher]]:
 def until(check: Callable[[], bool], thread: LoopThread) -> None:
     """Wait for `check` (read on the loop) to hold: a failure guard, never a delay."""
 
-    async def poll() -> None:
-        async with asyncio.timeout(GUARD_S):
-            while not check():  # noqa: ASYNC110
-                await asyncio.sleep(0.001)
+    async def holds() -> bool:
+        return check()
 
-    thread.call(poll).result(timeout=GUARD_S * 2)
+    thread.call(lambda: eventually(holds, limit_s=GUARD_S)).result(timeout=GUARD_S * 2)
 
 
 def ask(thread: LoopThread, batcher: MicroBatcher, text: str) -> "Future[Outcome]":
