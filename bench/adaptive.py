@@ -7,7 +7,9 @@ client runs on the other cores), with a Poisson stream at that multiple of the c
 `--duration` seconds and clients that give up after 30 s. Per row: served per second (answers
 delivered within the sending window) and its ratio to the capacity, p95 of the served, p99 of the
 refusals. Appends one JSON line per row to docs/bench/adaptive.jsonl and prints a Markdown table.
-Client-side tooling: the server never imports this.
+Then, per repeat, each path takes bursts (`--bursts`, all sent at once to a fresh lab): when the first
+answer came, how many were served, the slowest served, p99 of the refusals; one JSON line each in
+docs/bench/adaptive-bursts.jsonl. Client-side tooling: the server never imports this.
 """
 
 import argparse
@@ -25,13 +27,15 @@ from app.paths.registry import spec
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.bursts import machine
 from bench.cores import bench_core, keep_off
-from bench.load import LoadConfig, percentile, run_load, summarize
+from bench.load import LoadConfig, LoadResult, percentile, run_load, summarize
 from bench.peer import PinnedServer, one_at_a_time
 from bench.peer_report import LAB_LIMITED
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
+BURSTS_OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"
 COMPARED = ("limited", "batched", "adaptive")  # the lane's direct paths that refuse, batch, adapt: scenario data
-MULTIPLES = (0.5, 2.0, 5.0)
+MULTIPLES = (0.5, 1.0, 2.0, 5.0)
+BURSTS = (12, 50)
 CLIENT_TIMEOUT_S = 30.0
 
 
@@ -44,6 +48,12 @@ def capacity_per_s(args: argparse.Namespace, scratch: Path) -> tuple[float, floa
         raise RuntimeError("no review was answered one at a time: no capacity to scale the streams by")
     mean_s = sum(served) / len(served)
     return 1 / mean_s, mean_s
+
+
+def measured(path: str, config: LoadConfig, args: argparse.Namespace, scratch: Path) -> LoadResult:
+    with PinnedServer(path, args.model_dir, args.core, scratch, Path(sys.executable)) as server:
+        config.url = server.url
+        return asyncio.run(run_load(config))
 
 
 def stream(path: str, rate: float, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
@@ -59,9 +69,7 @@ def stream(path: str, rate: float, args: argparse.Namespace, scratch: Path) -> d
         poisson=True,
         timeout_s=CLIENT_TIMEOUT_S,
     )
-    with PinnedServer(path, args.model_dir, args.core, scratch, Path(sys.executable)) as server:
-        config.url = server.url
-        result = asyncio.run(run_load(config))
+    result = measured(path, config, args, scratch)
     summary = summarize(result)
     ok = [o.latency_s for o in result.outcomes if o.category == "ok"]
     refused = [o.latency_s for o in result.outcomes if o.category.startswith("rejected")]
@@ -71,6 +79,31 @@ def stream(path: str, rate: float, args: argparse.Namespace, scratch: Path) -> d
         "p95_served_s": percentile(ok, 95),
         "p99_refused_s": percentile(refused, 99),
         "adaptive": result.server_after.get("stats", {}).get("paths", {}).get("adaptive"),
+    }
+
+
+def burst(path: str, size: int, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """`size` requests at once on a fresh lab, each client giving up after 30 s."""
+    config = LoadConfig(
+        url="",
+        path=spec(path).route,
+        mode="open",
+        burst=size,
+        every_s=1e9,
+        duration_s=1.0,
+        drain_s=CLIENT_TIMEOUT_S + 10,
+        seed=args.seed,
+        timeout_s=CLIENT_TIMEOUT_S,
+    )
+    result = measured(path, config, args, scratch)
+    ok = [o.latency_s for o in result.outcomes if o.category == "ok"]
+    refused = [o.latency_s for o in result.outcomes if o.category.startswith("rejected")]
+    return {
+        "counts": summarize(result)["counts"],
+        "first_answer_s": min(ok, default=None),
+        "served": len(ok),
+        "slowest_served_s": max(ok, default=None),
+        "p99_refused_s": percentile(refused, 99),
     }
 
 
@@ -102,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--paths", nargs="+", default=list(COMPARED), choices=list(COMPARED))
     parser.add_argument("--multiples", type=float, nargs="+", default=list(MULTIPLES), help="of the capacity")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds each stream sends")
+    parser.add_argument("--bursts", type=int, nargs="*", default=list(BURSTS), help="requests sent at once")
+    parser.add_argument("--bursts-out", type=Path, default=BURSTS_OUT, help="JSON lines, appended")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--one-count", type=int, default=12, help="reviews one at a time for the capacity")
     parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to every path)")
@@ -142,6 +177,15 @@ def main(argv: list[str] | None = None) -> None:
                 with args.out.open("a", encoding="utf-8") as out:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 print(row_line(row), flush=True)
+        for size in args.bursts:
+            for path in args.paths:
+                with tempfile.TemporaryDirectory() as scratch:
+                    fired = burst(path, size, args, Path(scratch))
+                line = {"date": started.isoformat(timespec="seconds"), "host": host, "path": path, "burst": size}
+                line |= {"run": run, "one_review_s": round(one_s, 3), **fired, "seed": args.seed}
+                with args.bursts_out.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                print(json.dumps(line, ensure_ascii=False), flush=True)
     print(f"\nMeasured {started:%Y-%m-%d %H:%M} UTC on {host}; Poisson streams, {CLIENT_TIMEOUT_S:g} s client timeout.")
     print(table(rows))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from app.contract.errors import BoxFull, InferenceFailed
 from app.engine.lane import InferenceLane
-from app.paths.adaptive_control import StandingQueue, VegasLimit
+from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 
@@ -21,10 +21,12 @@ SPEC = spec("adaptive")
 
 @dataclass(eq=False, slots=True)
 class Waiter:
-    """One admitted request in ⑤'s own queue; `turn` resolves when it goes to the lane (or is refused)."""
+    """One admitted request in ⑤'s own queue; `turn` resolves when it goes to the lane."""
 
     chars: int
     arrived: float  # on the gate's clock
+    cost_s: float  # its predicted seconds on the lane
+    start_by: float  # on the gate's clock: the latest start that keeps the promise it was admitted with
     turn: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     sent: bool = False  # gone to the lane: it holds a place under the limit
 
@@ -32,13 +34,15 @@ class Waiter:
 class AdaptiveGate:
     """Holds ⑤'s requests in its own queue and lets at most `limit` of them onto the shared lane.
 
-    A newcomer is refused at once (429 `over_target`) when the work ahead of it would take longer than
-    the bound: the interval while the queue drains (a burst may queue that long), the target while it
-    stands (CoDel's verdict, `StandingQueue`). Both are counted in reviews at the lane's measured seconds
-    per review, so they follow the box. While the queue drains it is served in order; while it stands,
-    newest first, so those served are still wanted; a waiter passed over for longer than the interval
-    is refused then (429 `past_interval`, oldest first). The limit on the lane follows its latency
-    (`VegasLimit`), so ⑤ keeps the lane busy alone and backs off when the other paths fill it.
+    Each newcomer is promised an answer within the bound plus one review: the interval while the queue
+    drains (a burst may queue that long), the target while it stands (CoDel's verdict, `StandingQueue`),
+    both counted in reviews at the lane's measured seconds per review, so they follow the box. It is
+    refused at once (429 `over_target`) when no order of the waiters could keep that promise and every
+    promise already made; an idle lane takes anyone. While the queue drains it is served in order;
+    while it stands, newest first (so those served are still wanted), except when serving the newest
+    would break an older waiter's promise: nobody admitted is refused later. The limit on the lane
+    follows its latency (`VegasLimit`), so ⑤ keeps the lane busy alone and backs off when the other
+    paths fill it.
     """
 
     spec = SPEC
@@ -88,11 +92,10 @@ class AdaptiveGate:
         """Seconds each of ⑤'s reviews not yet in the lane's FIFO will take there, in the order they go: those
         let through whose task has not reached the lane yet, then the queue as it would be served now."""
         order = reversed(self._queue) if self.standing else iter(self._queue)
-        return [self._room.one(w.chars) for w in (*self._going, *order)]
+        return [w.cost_s for w in (*self._going, *order)]
 
     def ahead_s(self) -> float:
-        """Seconds of work ahead of a newcomer: the lane's backlog and all ⑤ holds (newest first or not,
-        admitting it must not keep the last one waiting past the bound)."""
+        """Seconds of work ahead of a newcomer: the lane's backlog and all ⑤ holds."""
         return self._room.after_reviews(0) + sum(self.held_s())
 
     def load(self) -> Load:
@@ -100,7 +103,7 @@ class AdaptiveGate:
         return Load(self._on_lane, len(self._queue), dict(self._refused), details)
 
     def retune(self, *, target_reviews: float | None = None, interval_reviews: float | None = None) -> None:
-        """An instructor's change, from the next arrival on."""
+        """An instructor's change, from the next arrival on (promises already made stand)."""
         if target_reviews is not None:
             self._target_reviews = target_reviews
         if interval_reviews is not None:
@@ -108,14 +111,18 @@ class AdaptiveGate:
 
     async def run(self, text: str) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""
-        arrived, arrived_at = time.monotonic(), self._now()
-        self._look()
+        arrived, now = time.monotonic(), self._now()
+        standing = self._look()
+        cost_s = self._room.one(len(text))
+        promise_s = (self.target_s if standing else self.interval_s) + self._room.per_review_s
+        waiter = Waiter(len(text), now, cost_s, now + promise_s - cost_s)
         ahead_s = self.ahead_s()
-        bound_s = self.target_s if self.standing else self.interval_s
-        if ahead_s > bound_s:
-            self._standing.refused(arrived_at)
-            raise self._refusal("over_target", ahead_s - bound_s + self._room.per_review_s, arrived)
-        waiter = Waiter(len(text), arrived_at)
+        late_s = self._late_s([*self._queue, waiter])
+        if ahead_s > self.target_s:
+            self._standing.crowded(now, refused=False)
+        if late_s > 0 and ahead_s > 0:  # an idle lane takes anyone, however long its review
+            self._standing.crowded(now, refused=True)
+            raise self._refusal(late_s, arrived)
         self._queue.append(waiter)
         self._room.changed()
         self._dispatch()
@@ -123,9 +130,6 @@ class AdaptiveGate:
             await waiter.turn
         except asyncio.CancelledError:
             self._leave(waiter)
-            raise
-        except BoxFull as refused:
-            refused.waited_s = time.monotonic() - arrived
             raise
         self._going.remove(waiter)  # no await before the lane's FIFO has it: the backlog counts it from here
         try:
@@ -142,37 +146,42 @@ class AdaptiveGate:
         oldest = self._now() - self._queue[0].arrived if self._queue else None
         return self._standing.seen(self._now(), oldest, target_s=self.target_s, interval_s=self.interval_s)
 
-    def _dispatch(self) -> None:
-        """Send waiters to the lane while the limit allows: in order while draining, newest first while standing.
+    def _late_s(self, waiting: list[Waiter]) -> float:
+        """How late the most-late of `waiting` would start in the best order, behind the lane's backlog and
+        those let through (0 or less: every promise can be kept)."""
+        now = self._now()
+        ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going)
+        return lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in waiting))
 
-        A waiter whose client has just gone (its turn cancelled, its task not yet back to say so) is passed by.
-        """
+    def _next(self, standing: bool) -> Waiter:
+        """The newest while the queue stands, the oldest while it drains, unless sending it first would break a
+        promise that the most urgent first would keep: then the most urgent."""
+        preferred = self._queue[-1] if standing else self._queue[0]
+        urgent = min(self._queue, key=lambda w: w.start_by)
+        if preferred is urgent:
+            return preferred
+        rest = [w for w in self._queue if w is not preferred]
+        now = self._now()
+        ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going) + preferred.cost_s
+        late_after_s = lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in rest))
+        return preferred if late_after_s <= max(self._late_s(list(self._queue)), 0.0) else urgent
+
+    def _dispatch(self) -> None:
+        """Send waiters to the lane while the limit allows. A waiter whose client has just gone (its turn
+        cancelled, its task not yet back to say so) is passed by."""
         while self._queue and self._on_lane < self.limit:
             standing = self._look()
-            self._drop_passed_over()
-            if not self._queue:
-                break
-            waiter = self._queue.pop() if standing else self._queue.popleft()
+            waiter = self._next(standing)
+            overtakes = waiter is not self._queue[0]
+            self._queue.remove(waiter)
             if waiter.turn.done():
                 continue
-            self._served_newest_first += standing
+            self._served_newest_first += overtakes
             waiter.sent = True
             self._going.append(waiter)
             self._on_lane += 1
             waiter.turn.set_result(None)
         self._room.changed()
-
-    def _drop_passed_over(self) -> None:
-        """Waiters passed over by newer ones for longer than the interval while the queue stood: refused, oldest
-        first (while it drains nobody is passed over, and each was admitted to wait at most the interval)."""
-        while (
-            self.standing
-            and self._queue
-            and self._now() - max(self._queue[0].arrived, self._standing.since) > self.interval_s
-        ):
-            passed = self._queue.popleft()
-            if not passed.turn.done():
-                passed.turn.set_exception(self._refusal("past_interval", self.ahead_s()))
 
     def _leave(self, waiter: Waiter) -> None:
         """A client gone before or just as its turn came: its place goes to the next, nobody else's is lost."""
@@ -182,22 +191,19 @@ class AdaptiveGate:
                 self._going.remove(waiter)
         elif waiter in self._queue:
             self._queue.remove(waiter)
-        elif waiter.turn.done() and not waiter.turn.cancelled():
-            waiter.turn.exception()  # refused just as its client left: nobody reads it
         self._dispatch()
 
     def _done(self, waiter: Waiter, on_lane_s: float) -> None:
         """Answered: its time on the lane (its wait there included) teaches the limit; its place goes on."""
         self._on_lane -= 1
-        self._limit.sample(on_lane_s, self._room.one(waiter.chars), demand=bool(self._queue))
+        self._limit.sample(on_lane_s, waiter.cost_s, demand=bool(self._queue))
         self._dispatch()
 
-    def _refusal(self, reason: str, retry_after_s: float, arrived: float | None = None) -> BoxFull:
-        self._refused[reason] += 1
+    def _refusal(self, late_s: float, arrived: float) -> BoxFull:
+        """At the door, before any wait: `Retry-After` is when a newcomer would fit if nothing else arrived."""
+        self._refused["over_target"] += 1
+        bound = "target" if self.standing else "interval"
         message = (
-            f"⑤'s queue would keep you past its {'target' if self.standing else 'interval'}; come back later."
-            if reason == "over_target"
-            else "Newer requests went first while the queue stood; you waited past the interval."
+            f"⑤'s queue could not answer you within its {bound} without making someone admitted late; come back later."
         )
-        waited = None if arrived is None else time.monotonic() - arrived
-        return BoxFull(message, retry_after_s, reason=reason, waited_s=waited)
+        return BoxFull(message, late_s, reason="over_target", waited_s=time.monotonic() - arrived)

@@ -102,7 +102,7 @@ PATHS: tuple[PathSpec, ...] = (
     ),
     PathSpec(
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
-        ("over_target", "past_interval"),
+        ("over_target",),
         (Knob("adaptive_target_reviews", 0.5, 10, "reviews"), Knob("adaptive_interval_reviews", 1, 60, "reviews")),
         gives_up="fairness",
     ),

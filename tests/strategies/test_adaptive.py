@@ -1,14 +1,15 @@
-"""Path 5: admitted by measured queueing delay, in order while the queue drains, newest first while it stands.
+"""Path 5: admitted by the answer it can promise, in order while the queue drains, newest first while it stands.
 
 A real lane over a gated scorer whose hints count 1 s per review (`steady_lane`), and a clock the test moves
-by hand for the gate's own timing: nothing here sleeps.
+by hand for the gate's own timing (the lane's backlog does not move with it: moving it brings promises due):
+nothing here sleeps.
 """
 
 import asyncio
 
 import pytest
 
-from app.contract.errors import BoxFull
+from app.contract.errors import BoxFull, retry_after_header
 from app.engine.lane import InferenceLane
 from app.paths.adaptive import AdaptiveGate
 from app.paths.pipeline import Outcome
@@ -56,7 +57,7 @@ async def test_nothing_is_refused_under_light_load(steady_lane: InferenceLane, s
     for i in range(6):
         assert (await gate.run(f"하나씩 {i}")).ranking[0].id == f"echo:하나씩 {i}"
     await asyncio.gather(*(gate.run(f"조금 겹쳐서 {i}") for i in range(3)))
-    assert gate.load().refusals == {"over_target": 0, "past_interval": 0}
+    assert gate.load().refusals == {"over_target": 0}
     assert not gate.standing
 
 
@@ -76,9 +77,9 @@ async def test_while_draining_a_newcomer_is_refused_at_once_past_the_interval(
     gate = gate_of(steady_lane, Clock(), interval=4)
     tasks = await admit(gate, ["가", "나", "다", "라", "마"])  # 1 running, 1 in the lane's FIFO, 3 in ⑤'s queue
     await on_lane(scorer, 1)
-    refusal = await refused(gate, "바")
+    refusal = await refused(gate, "바")  # it would start 5 reviews from now: one past the interval
     assert refusal.reason == "over_target" and refusal.status == 429
-    assert refusal.retry_after_s is not None and refusal.retry_after_s >= 1  # the work ahead less the bound, and more
+    assert refusal.retry_after_s is not None and retry_after_header(refusal.retry_after_s) == "1"  # one review on
     assert refusal.waited_s is not None and refusal.waited_s < 0.5
     assert gate.load().refusals["over_target"] == 1
     assert gate.standing  # the work ahead outlasts the interval: the queue will stand, no need to wait and see
@@ -87,15 +88,15 @@ async def test_while_draining_a_newcomer_is_refused_at_once_past_the_interval(
 
 
 async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer, clock: Clock) -> tuple[Tasks, BoxFull]:
-    """Three wait behind one running and one in the lane's FIFO; an interval later the fourth finds it standing."""
+    """One running, one in the lane's FIFO, three in ⑤'s queue arriving a second apart (each promised its
+    start within the interval: the last one just), then a sixth refused at the door: the queue stands."""
     tasks = await admit(gate, ["가", "나", "다"])
     await on_lane(scorer, 1)
-    clock.now += 1.5
+    clock.now += 1
     tasks += await admit(gate, ["라"])
-    clock.now += 1.5
-    tasks += await admit(gate, ["마"])  # an interval (4 reviews at 1 s) has not passed yet: still draining
+    clock.now += 1
+    tasks += await admit(gate, ["마"])
     assert not gate.standing
-    clock.now += 1.5  # 4.5 s with "다" (the oldest) waiting over the target (1 s): it stands
     return tasks, await refused(gate, "바")
 
 
@@ -109,27 +110,44 @@ async def test_under_a_standing_queue_refusals_are_instant_and_the_newest_go_fir
     assert refusal.reason == "over_target" and refusal.waited_s is not None and refusal.waited_s < 0.5
     scorer.open()
     await asyncio.gather(*tasks)
-    assert scorer.calls == [["가"], ["나"], ["마"], ["라"], ["다"]]  # the waiters newest first
-    assert gate.load().details["newest_first"] >= 2
+    assert scorer.calls[:2] == [["가"], ["나"]] and scorer.calls[2] == ["마"]  # the newest waiter first
+    assert gate.load().details["newest_first"] >= 1
 
 
-async def test_a_waiter_passed_over_for_an_interval_is_refused_oldest_first(
+async def test_the_newest_never_go_first_at_the_cost_of_an_older_waiters_promise(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
     clock = Clock()
     gate = gate_of(steady_lane, clock)
     tasks, _ = await standing_queue(gate, scorer, clock)
-    clock.now += 4.5  # an interval since it stood: whoever still waits was passed over for that long
-    scorer.open()  # "가" done: places on the lane free, and the passed-over are refused first
-    done = await asyncio.gather(*tasks, return_exceptions=True)
-    passed = [r for r in done if isinstance(r, BoxFull)]
-    assert [r.reason for r in passed] == ["past_interval"] * 3
-    assert all(r.waited_s is not None and r.retry_after_s is not None for r in passed)
-    assert scorer.calls == [["가"], ["나"]]
-    assert gate.load().refusals == {"over_target": 1, "past_interval": 3}
+    clock.now += 0.5  # "다" must now start within 1.5 s: behind "나" and "마" it would start in 2
+    scorer.release()  # "가" done: "나" runs, and a place on the lane is free
+    await on_lane(scorer, 1)
+
+    async def sent() -> bool:
+        return gate.load().waiting < 3
+
+    await eventually(sent)
+    scorer.open()
+    await asyncio.gather(*tasks)
+    assert scorer.calls[:3] == [["가"], ["나"], ["다"]]
+    assert scorer.calls.index(["다"]) < scorer.calls.index(["마"])
 
 
-async def test_a_standing_queue_drains_back_to_order_once_nobody_is_refused_for_an_interval(
+async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    clock = Clock()
+    gate = gate_of(steady_lane, clock)
+    tasks, _ = await standing_queue(gate, scorer, clock)
+    clock.now += 30  # every promise is long past: the lane ran far slower than measured
+    scorer.open()
+    answered = await asyncio.gather(*tasks)
+    assert sorted(o.ranking[0].id for o in answered) == ["echo:가", "echo:나", "echo:다", "echo:라", "echo:마"]
+    assert gate.load().refusals == {"over_target": 1}
+
+
+async def test_a_standing_queue_drains_back_to_order_once_nobody_is_crowded_for_an_interval(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
     clock = Clock()

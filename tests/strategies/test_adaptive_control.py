@@ -1,6 +1,7 @@
-"""⑤'s controllers on their own, with times the test writes: CoDel's standing queue and the Vegas-like limit."""
+"""⑤'s controllers on their own, with times the test writes: CoDel's standing queue, the Vegas-like limit and
+the promise check."""
 
-from app.paths.adaptive_control import StandingQueue, VegasLimit
+from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s
 
 TARGET, INTERVAL = 1.0, 4.0
 
@@ -24,14 +25,20 @@ def test_a_burst_that_drains_within_the_interval_never_stands() -> None:
         assert not seen(queue, now, 0.9 if now < 9 else None)
 
 
-def test_a_standing_queue_stays_while_newcomers_are_refused_and_goes_an_interval_after() -> None:
+def test_a_standing_queue_stays_while_newcomers_find_it_crowded_and_goes_an_interval_after() -> None:
     queue = StandingQueue()
     seen(queue, 0.0, None)
     assert seen(queue, 4.0, 4.0)
-    queue.refused(5.0)
-    assert seen(queue, 6.0, None)  # empty for a moment, but someone was refused within the interval
+    queue.crowded(5.0, refused=False)  # admitted, but more than the target was ahead of it
+    assert seen(queue, 6.0, None)  # empty for a moment, but crowded within the interval
     assert seen(queue, 8.0, 0.1)  # newest first keeps sojourns short: that alone does not end it
     assert not seen(queue, 9.0, None)
+
+
+def test_a_crowded_newcomer_admitted_does_not_make_a_draining_queue_stand() -> None:
+    queue = StandingQueue()
+    queue.crowded(0.0, refused=False)
+    assert not seen(queue, 0.5, 0.2)
 
 
 def test_the_limit_grows_while_alone_settles_at_two_and_backs_off_when_the_lane_is_shared() -> None:
@@ -54,7 +61,15 @@ def test_the_limit_grows_only_with_demand_and_never_past_its_ceiling() -> None:
 def test_a_newcomer_refused_at_the_door_makes_the_queue_stand_at_once() -> None:
     queue = StandingQueue()
     assert not seen(queue, 0.0, None)
-    queue.refused(0.5)
+    queue.crowded(0.5, refused=True)
     assert queue.standing and queue.since == 0.5
     assert seen(queue, 1.0, 0.4)
     assert not seen(queue, 4.5, None)
+
+
+def test_lateness_is_that_of_the_best_order_earliest_promise_first() -> None:
+    # (seconds on the lane, latest promised start), from 1 s of backlog: in arrival order the second would start
+    # half a second late, earliest promise first keeps both with half a second to spare.
+    assert lateness_s(1.0, [(1.0, 3.0), (1.0, 1.5)]) == -0.5
+    assert lateness_s(1.0, [(1.0, 1.5), (1.0, 1.5)]) == 0.5  # no order starts the second by 1.5 s
+    assert lateness_s(0.0, []) == float("-inf")

@@ -39,8 +39,9 @@ async def test_adaptive_429_comes_at_once_with_reason_retry_after_and_server_tim
     lab_client: LabClientFactory,
 ) -> None:
     scorer = GatedScorer()
-    # The hints count the lane's default 1 s per review: 2 reviews of interval hold one running and two more.
-    async with lab_client(scorer, adaptive_interval_reviews=2, adaptive_target_reviews=1) as client:
+    # The hints count the lane's default 1 s per review: an interval of 2.5 reviews promises a start to one running
+    # and two more (the third starts 2 s from now), not to a fourth (3 s).
+    async with lab_client(scorer, adaptive_interval_reviews=2.5, adaptive_target_reviews=1) as client:
         tasks = [asyncio.create_task(post(client, f"리뷰 {i}")) for i in range(3)]
 
         async def all_admitted() -> bool:
