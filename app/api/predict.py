@@ -120,12 +120,13 @@ async def predict_batched(text: ReviewText, request: Request, response: Response
     responses=answers(
         answer(200, "Scored", *PREDICTION_HEADERS),
         INPUT_ERRORS,
-        answer(429, "The queue's measured delay is over its bound (`reason`); see Retry-After", "Retry-After"),
+        answer(429, "No answer could be promised within the bound (`reason`); see Retry-After", "Retry-After"),
         answer(503, "The model failed on this review"),
     ),
     summary="⑤ adaptive: admitted by measured queueing delay (beyond the handout)",
 )
 async def predict_adaptive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
-    """Refused at once when the work ahead would outlast {adaptive_interval_reviews} reviews (while the queue
-    drains) or {adaptive_target_reviews} (once it stands, CoDel-style); newest first while it stands."""
+    """Refused at once when it could not start within {adaptive_interval_reviews} reviews' time (while the queue
+    drains) or be answered within {adaptive_target_reviews} and one more (once it stands, CoDel-style), or when
+    admitting it would make an earlier waiter late; newest first while it stands, never at an older one's cost."""
     return await serve(get_lab(request).adaptive, text, request, response)

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 from app.contract.errors import BoxFull, InferenceFailed
 from app.engine.lane import InferenceLane
-from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s
+from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 
 SPEC = spec("adaptive")
+ARRIVING_WEIGHT = 0.2  # how fast "a review of the kind arriving now" follows the arrivals (the clock's own weight)
 
 
 @dataclass(eq=False, slots=True)
@@ -34,11 +35,10 @@ class Waiter:
 class AdaptiveGate:
     """Holds ⑤'s requests in its own queue and lets at most `limit` of them onto the shared lane.
 
-    Each newcomer is promised an answer within the bound plus one review: the interval while the queue
-    drains (a burst may queue that long), the target while it stands (CoDel's verdict, `StandingQueue`),
-    both counted in reviews at the lane's measured seconds per review, so they follow the box. It is
-    refused at once (429 `over_target`) when no order of the waiters could keep that promise and every
-    promise already made; an idle lane takes anyone. While the queue drains it is served in order;
+    Each newcomer is promised a time (`_start_by`), counted in reviews at the lane's measured seconds
+    per review so it follows the box, tighter once the queue stands (CoDel's verdict, `StandingQueue`).
+    It is refused at once (429 `over_target`) when no order of the waiters could keep that promise and
+    every promise already made; an idle lane takes anyone. While the queue drains it is served in order;
     while it stands, newest first (so those served are still wanted), except when serving the newest
     would break an older waiter's promise: nobody admitted is refused later. The limit on the lane
     follows its latency (`VegasLimit`), so ⑤ keeps the lane busy alone and backs off when the other
@@ -69,6 +69,7 @@ class AdaptiveGate:
         self._limit = VegasLimit()
         self._refused = {reason: 0 for reason in SPEC.refusals}
         self._served_newest_first = 0
+        self._arriving_s = self._room.per_review_s  # what the reviews arriving now cost on average, predicted
         lane.room.share(SPEC.name, self.held_s)
 
     @property
@@ -112,17 +113,15 @@ class AdaptiveGate:
     async def run(self, text: str) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""
         arrived, now = time.monotonic(), self._now()
-        standing = self._look()
         cost_s = self._room.one(len(text))
-        promise_s = (self.target_s if standing else self.interval_s) + self._room.per_review_s
-        waiter = Waiter(len(text), now, cost_s, now + promise_s - cost_s)
+        self._arriving_s += ARRIVING_WEIGHT * (cost_s - self._arriving_s)
         ahead_s = self.ahead_s()
+        standing = self._look(ahead_s)
+        waiter = Waiter(len(text), now, cost_s, self._start_by(now, cost_s, standing))
         late_s = self._late_s([*self._queue, waiter])
-        if ahead_s > self.target_s:
-            self._standing.crowded(now, refused=False)
         if late_s > 0 and ahead_s > 0:  # an idle lane takes anyone, however long its review
-            self._standing.crowded(now, refused=True)
-            raise self._refusal(late_s, arrived)
+            self._standing.refused(now)
+            raise self._refusal(late_s, standing, arrived)
         self._queue.append(waiter)
         self._room.changed()
         self._dispatch()
@@ -142,9 +141,18 @@ class AdaptiveGate:
         self._done(waiter, result.queued_s + result.infer_s)
         return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
-    def _look(self) -> bool:
-        oldest = self._now() - self._queue[0].arrived if self._queue else None
-        return self._standing.seen(self._now(), oldest, target_s=self.target_s, interval_s=self.interval_s)
+    def _look(self, ahead_s: float) -> bool:
+        idle = not (self._lane.busy or self._lane.pending_reviews or self._queue or self._going)
+        return self._standing.seen(self._now(), ahead_s, idle=idle, target_s=self.target_s, interval_s=self.interval_s)
+
+    def _start_by(self, now: float, cost_s: float, standing: bool) -> float:
+        """The latest start a newcomer is promised. Standing: an answer within the target plus one review (a
+        long review must find less ahead of it). Draining: a start within twice the target, or, for a crowd
+        that found the box idle, by an interval of the reviews arriving now after the box got busy."""
+        if standing:
+            return now + self.target_s + self._room.per_review_s - cost_s
+        crowd_by = self._standing.busy_since + self._interval_reviews * self._arriving_s
+        return max(now + 2 * self.target_s, crowd_by)
 
     def _late_s(self, waiting: list[Waiter]) -> float:
         """How late the most-late of `waiting` would start in the best order, behind the lane's backlog and
@@ -154,23 +162,17 @@ class AdaptiveGate:
         return lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in waiting))
 
     def _next(self, standing: bool) -> Waiter:
-        """The newest while the queue stands, the oldest while it drains, unless sending it first would break a
-        promise that the most urgent first would keep: then the most urgent."""
-        preferred = self._queue[-1] if standing else self._queue[0]
-        urgent = min(self._queue, key=lambda w: w.start_by)
-        if preferred is urgent:
-            return preferred
-        rest = [w for w in self._queue if w is not preferred]
+        """Newest first while the queue stands, oldest while it drains, never at the cost of a promise."""
         now = self._now()
-        ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going) + preferred.cost_s
-        late_after_s = lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in rest))
-        return preferred if late_after_s <= max(self._late_s(list(self._queue)), 0.0) else urgent
+        ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going)
+        waiting = [(w.cost_s, w.start_by - now) for w in self._queue]
+        return self._queue[pick(waiting, ahead_s, newest=standing)]
 
     def _dispatch(self) -> None:
         """Send waiters to the lane while the limit allows. A waiter whose client has just gone (its turn
         cancelled, its task not yet back to say so) is passed by."""
         while self._queue and self._on_lane < self.limit:
-            standing = self._look()
+            standing = self.standing
             waiter = self._next(standing)
             overtakes = waiter is not self._queue[0]
             self._queue.remove(waiter)
@@ -199,10 +201,10 @@ class AdaptiveGate:
         self._limit.sample(on_lane_s, waiter.cost_s, demand=bool(self._queue))
         self._dispatch()
 
-    def _refusal(self, late_s: float, arrived: float) -> BoxFull:
+    def _refusal(self, late_s: float, standing: bool, arrived: float) -> BoxFull:
         """At the door, before any wait: `Retry-After` is when a newcomer would fit if nothing else arrived."""
         self._refused["over_target"] += 1
-        bound = "target" if self.standing else "interval"
+        bound = "target" if standing else "interval"
         message = (
             f"⑤'s queue could not answer you within its {bound} without making someone admitted late; come back later."
         )

@@ -5,45 +5,52 @@ Each takes the time as an argument, so tests drive them with a fake clock; app/p
 owns the queue and asks them (docs/adaptive.md says where they depart from their sources).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
 class StandingQueue:
-    """CoDel (Nichols & Jacobson, ACM Queue 2012) asked of a request queue: has the queue stood?
+    """CoDel (Nichols & Jacobson, ACM Queue 2012) asked at a request queue's door: has the queue stood?
 
-    It turns standing when, for a whole interval, the minimum sojourn stayed above the target: the
-    queue never emptied and its oldest waiter (the next to leave while it drains in order) was always
-    older than the target; or at once when a newcomer is refused at the door (the work ahead of it
-    outlasts the interval, so the queue will stand that long: waiting to measure it would admit a second
-    interval's worth first). It turns back once a whole interval passes with its queue empty and no
-    newcomer finding more than the target ahead (Facebook's "the queue has been empty within the
-    interval", Fail at Scale, ACM Queue 2015): while it stands, newest first keeps the served sojourns
-    short, so CoDel's own exit (a sojourn under target) would let it go at once and the interval's
-    bound would let the queue build again.
+    CoDel watches the minimum sojourn over an interval; here the sojourn is the one predicted for each
+    newcomer (the work ahead of it, the lane's FIFO included, which ⑤ cannot look into). The queue
+    turns standing when that stayed above the target for a whole interval, or at once when a newcomer
+    is refused (the load does not fit: waiting to measure it would admit another interval's worth
+    first). It turns back only when a newcomer finds the box idle and nobody found more than the target
+    ahead for an interval (Facebook's "the queue has been empty within the interval", Fail at Scale,
+    ACM Queue 2015): while it stands, newest first keeps the served sojourns short, so CoDel's own exit
+    would let it go at once and the queue would build again. `busy_since` is when the box last went
+    from idle to busy: a crowd that found it idle is let through by the interval after that.
     """
 
     def __init__(self) -> None:
         self.standing = False
         self.since = 0.0  # when it last turned standing
-        self._within_target_at: float | None = None  # the last moment the minimum sojourn was within target
+        self.busy_since = 0.0
+        self._above_since: float | None = None  # since when every newcomer found more than the target ahead
         self._crowded_at: float | None = None  # the last newcomer that found more than the target ahead
 
-    def seen(self, now: float, oldest_s: float | None, *, target_s: float, interval_s: float) -> bool:
-        """Called at every arrival and departure with the oldest waiter's age (None: nobody waits)."""
-        if self._within_target_at is None or oldest_s is None or oldest_s <= target_s:
-            self._within_target_at = now
+    def seen(self, now: float, ahead_s: float, *, idle: bool, target_s: float, interval_s: float) -> bool:
+        """Called at every arrival with the work ahead of it; `idle`: nothing runs or waits on the box."""
+        if idle:
+            self.busy_since = now
+        if ahead_s <= target_s:
+            self._above_since = None
+        else:
+            self._crowded_at = now
+            if self._above_since is None:
+                self._above_since = now
         if not self.standing:
-            if oldest_s is not None and now - self._within_target_at >= interval_s:
+            if self._above_since is not None and now - self._above_since >= interval_s:
                 self.standing, self.since = True, now
-        elif oldest_s is None and (self._crowded_at is None or now - self._crowded_at >= interval_s):
+        elif idle and (self._crowded_at is None or now - self._crowded_at >= interval_s):
             self.standing = False
         return self.standing
 
-    def crowded(self, now: float, *, refused: bool) -> None:
-        """A newcomer found more work ahead than the target; `refused`: more than the bound, so it stands now."""
+    def refused(self, now: float) -> None:
+        """A newcomer was turned away: the load does not fit, so the queue stands."""
         self._crowded_at = now
-        if refused and not self.standing:
+        if not self.standing:
             self.standing, self.since = True, now
 
 
@@ -88,3 +95,18 @@ class VegasLimit:
             elif queued > self.beta:
                 self.limit = max(self.limit - 1, self.low)
         return self.limit
+
+
+def pick(waiting: Sequence[tuple[float, float]], ahead_s: float, *, newest: bool) -> int:
+    """Which of `waiting` (in arrival order, each as in `lateness_s`) goes to the lane next, `ahead_s` from now.
+
+    The newest (or, while draining, the oldest) unless sending it first would make the rest later than the
+    best order would (earliest promise first): then the one with the earliest promise.
+    """
+    preferred = len(waiting) - 1 if newest else 0
+    urgent = min(range(len(waiting)), key=lambda i: waiting[i][1])
+    if preferred == urgent:
+        return preferred
+    rest = [w for i, w in enumerate(waiting) if i != preferred]
+    late_after_s = lateness_s(ahead_s + waiting[preferred][0], rest)
+    return preferred if late_after_s <= max(lateness_s(ahead_s, waiting), 0.0) else urgent

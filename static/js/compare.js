@@ -71,7 +71,7 @@ const GAVE_UP = {
     const slowest = Math.max(0, ...late.map((r) => r.totalMs || 0));
     return (
       `포기한 것: 공정함. ${refused}/${s.size}개 거절(가장 늦은 거절 ${fmtMs(slowest)}), 줄이 서 있으면 새로 온 요청부터 ` +
-      `처리해 오래 기다린 요청이 먼저 밀려남, 받은 ${s.served}개 p95 ${fmtMs(s.p95Ms)}`
+      `처리해 먼저 온 요청은 약속한 시간 안에서 뒤로 밀리고 긴 리뷰가 먼저 거절됨, 받은 ${s.served}개 p95 ${fmtMs(s.p95Ms)}`
     );
   },
   one_answer(burst, s) {

@@ -87,15 +87,11 @@ async def test_while_draining_a_newcomer_is_refused_at_once_past_the_interval(
     await asyncio.gather(*tasks)
 
 
-async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer, clock: Clock) -> tuple[Tasks, BoxFull]:
-    """One running, one in the lane's FIFO, three in ⑤'s queue arriving a second apart (each promised its
-    start within the interval: the last one just), then a sixth refused at the door: the queue stands."""
-    tasks = await admit(gate, ["가", "나", "다"])
+async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer) -> tuple[Tasks, BoxFull]:
+    """A crowd at an idle box: one running, one in the lane's FIFO, three in ⑤'s queue (each promised a start
+    within the interval of the box getting busy, the last one just), then a sixth refused: the queue stands."""
+    tasks = await admit(gate, ["가", "나", "다", "라", "마"])
     await on_lane(scorer, 1)
-    clock.now += 1
-    tasks += await admit(gate, ["라"])
-    clock.now += 1
-    tasks += await admit(gate, ["마"])
     assert not gate.standing
     return tasks, await refused(gate, "바")
 
@@ -103,35 +99,14 @@ async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer, clock: Clock) 
 async def test_under_a_standing_queue_refusals_are_instant_and_the_newest_go_first(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
-    clock = Clock()
-    gate = gate_of(steady_lane, clock)
-    tasks, refusal = await standing_queue(gate, scorer, clock)
+    gate = gate_of(steady_lane, Clock())
+    tasks, refusal = await standing_queue(gate, scorer)
     assert gate.standing and gate.load().details["standing"] == 1
     assert refusal.reason == "over_target" and refusal.waited_s is not None and refusal.waited_s < 0.5
     scorer.open()
     await asyncio.gather(*tasks)
-    assert scorer.calls[:2] == [["가"], ["나"]] and scorer.calls[2] == ["마"]  # the newest waiter first
-    assert gate.load().details["newest_first"] >= 1
-
-
-async def test_the_newest_never_go_first_at_the_cost_of_an_older_waiters_promise(
-    steady_lane: InferenceLane, scorer: GatedScorer
-) -> None:
-    clock = Clock()
-    gate = gate_of(steady_lane, clock)
-    tasks, _ = await standing_queue(gate, scorer, clock)
-    clock.now += 0.5  # "다" must now start within 1.5 s: behind "나" and "마" it would start in 2
-    scorer.release()  # "가" done: "나" runs, and a place on the lane is free
-    await on_lane(scorer, 1)
-
-    async def sent() -> bool:
-        return gate.load().waiting < 3
-
-    await eventually(sent)
-    scorer.open()
-    await asyncio.gather(*tasks)
-    assert scorer.calls[:3] == [["가"], ["나"], ["다"]]
-    assert scorer.calls.index(["다"]) < scorer.calls.index(["마"])
+    assert scorer.calls == [["가"], ["나"], ["마"], ["라"], ["다"]]  # the waiters newest first: each still in time
+    assert gate.load().details["newest_first"] == 2
 
 
 async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
@@ -139,7 +114,7 @@ async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
 ) -> None:
     clock = Clock()
     gate = gate_of(steady_lane, clock)
-    tasks, _ = await standing_queue(gate, scorer, clock)
+    tasks, _ = await standing_queue(gate, scorer)
     clock.now += 30  # every promise is long past: the lane ran far slower than measured
     scorer.open()
     answered = await asyncio.gather(*tasks)
@@ -147,15 +122,18 @@ async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
     assert gate.load().refusals == {"over_target": 1}
 
 
-async def test_a_standing_queue_drains_back_to_order_once_nobody_is_crowded_for_an_interval(
+async def test_a_standing_queue_drains_back_to_order_when_a_newcomer_finds_the_box_idle_an_interval_on(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
     clock = Clock()
     gate = gate_of(steady_lane, clock)
-    tasks, _ = await standing_queue(gate, scorer, clock)
+    tasks, _ = await standing_queue(gate, scorer)
     scorer.open()
     await asyncio.gather(*tasks)
-    clock.now += 4.5
+    clock.now += 1
+    await gate.run("잠깐 한가한 때")
+    assert gate.standing  # idle, but someone was refused within the interval
+    clock.now += 4
     await gate.run("다시 한가한 때")
     assert not gate.standing
 

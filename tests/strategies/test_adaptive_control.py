@@ -1,44 +1,53 @@
 """⑤'s controllers on their own, with times the test writes: CoDel's standing queue, the Vegas-like limit and
 the promise check."""
 
-from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s
+from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
 
 TARGET, INTERVAL = 1.0, 4.0
 
 
-def seen(queue: StandingQueue, now: float, oldest_s: float | None) -> bool:
-    return queue.seen(now, oldest_s, target_s=TARGET, interval_s=INTERVAL)
+def seen(queue: StandingQueue, now: float, ahead_s: float, *, idle: bool = False) -> bool:
+    return queue.seen(now, ahead_s, idle=idle, target_s=TARGET, interval_s=INTERVAL)
 
 
-def test_a_queue_stands_only_after_a_whole_interval_above_the_target() -> None:
+def test_a_queue_stands_only_after_a_whole_interval_with_more_than_the_target_ahead() -> None:
     queue = StandingQueue()
-    assert not seen(queue, 0.0, None)
-    assert not seen(queue, 1.0, 0.5)  # within target: the interval starts again from here
-    assert not seen(queue, 4.9, 3.9)
-    assert seen(queue, 5.0, 4.0)
-    assert queue.since == 5.0
+    assert not seen(queue, 0.0, 0.0, idle=True)
+    assert not seen(queue, 1.0, 1.5)  # over the target: the interval starts here
+    assert not seen(queue, 2.0, 0.5)  # within it: it starts again
+    assert not seen(queue, 3.0, 2.0)
+    assert not seen(queue, 6.9, 3.0)
+    assert seen(queue, 7.0, 3.0)
+    assert queue.since == 7.0
 
 
 def test_a_burst_that_drains_within_the_interval_never_stands() -> None:
     queue = StandingQueue()
-    for now in (0.0, 1.0, 2.0, 3.0, 4.5, 6.0, 9.0):
-        assert not seen(queue, now, 0.9 if now < 9 else None)
+    for now, ahead in ((0.0, 3.0), (1.0, 2.0), (2.0, 1.5), (3.5, 0.5), (9.0, 0.0)):
+        assert not seen(queue, now, ahead, idle=ahead == 0)
 
 
-def test_a_standing_queue_stays_while_newcomers_find_it_crowded_and_goes_an_interval_after() -> None:
+def test_a_refusal_makes_the_queue_stand_at_once() -> None:
     queue = StandingQueue()
-    seen(queue, 0.0, None)
-    assert seen(queue, 4.0, 4.0)
-    queue.crowded(5.0, refused=False)  # admitted, but more than the target was ahead of it
-    assert seen(queue, 6.0, None)  # empty for a moment, but crowded within the interval
-    assert seen(queue, 8.0, 0.1)  # newest first keeps sojourns short: that alone does not end it
-    assert not seen(queue, 9.0, None)
+    queue.refused(0.5)
+    assert queue.standing and queue.since == 0.5
 
 
-def test_a_crowded_newcomer_admitted_does_not_make_a_draining_queue_stand() -> None:
+def test_a_standing_queue_goes_only_when_a_newcomer_finds_the_box_idle_and_nobody_crowded_for_an_interval() -> None:
     queue = StandingQueue()
-    queue.crowded(0.0, refused=False)
-    assert not seen(queue, 0.5, 0.2)
+    queue.refused(0.0)
+    assert seen(queue, 1.0, 0.0, idle=True)  # idle, but refused within the interval
+    assert seen(queue, 3.0, 2.0)  # crowded again: more than the target ahead
+    assert seen(queue, 6.0, 0.2)  # an interval since the refusal, but the box is busy
+    assert seen(queue, 6.5, 0.0, idle=True)  # idle, but crowded within the interval
+    assert not seen(queue, 7.0, 0.0, idle=True)
+
+
+def test_the_box_is_busy_since_the_last_newcomer_that_found_it_idle() -> None:
+    queue = StandingQueue()
+    seen(queue, 5.0, 0.0, idle=True)
+    seen(queue, 5.1, 0.9)
+    assert queue.busy_since == 5.0
 
 
 def test_the_limit_grows_while_alone_settles_at_two_and_backs_off_when_the_lane_is_shared() -> None:
@@ -58,18 +67,19 @@ def test_the_limit_grows_only_with_demand_and_never_past_its_ceiling() -> None:
     assert limit.sample(0.0, 1.0, demand=True) == 3  # no measurement, no change
 
 
-def test_a_newcomer_refused_at_the_door_makes_the_queue_stand_at_once() -> None:
-    queue = StandingQueue()
-    assert not seen(queue, 0.0, None)
-    queue.crowded(0.5, refused=True)
-    assert queue.standing and queue.since == 0.5
-    assert seen(queue, 1.0, 0.4)
-    assert not seen(queue, 4.5, None)
-
-
 def test_lateness_is_that_of_the_best_order_earliest_promise_first() -> None:
     # (seconds on the lane, latest promised start), from 1 s of backlog: in arrival order the second would start
     # half a second late, earliest promise first keeps both with half a second to spare.
     assert lateness_s(1.0, [(1.0, 3.0), (1.0, 1.5)]) == -0.5
     assert lateness_s(1.0, [(1.0, 1.5), (1.0, 1.5)]) == 0.5  # no order starts the second by 1.5 s
     assert lateness_s(0.0, []) == float("-inf")
+
+
+def test_the_newest_goes_first_unless_that_makes_an_older_waiter_late() -> None:
+    slack = [(1.0, 5.0), (1.0, 6.0), (1.0, 7.0)]  # (seconds on the lane, latest promised start) in arrival order
+    assert pick(slack, 1.0, newest=True) == 2
+    assert pick(slack, 1.0, newest=False) == 0
+    tight = [(1.0, 1.5), (1.0, 2.5), (1.0, 3.5)]  # behind the newest, the oldest would start at 2: late
+    assert pick(tight, 1.0, newest=True) == 0
+    already_late = [(1.0, 0.5), (1.0, 0.5)]  # no order keeps both: the newest first is no worse
+    assert pick(already_late, 1.0, newest=True) == 1
