@@ -147,12 +147,14 @@ class AdaptiveGate:
 
     def _start_by(self, now: float, cost_s: float, standing: bool) -> float:
         """The latest start a newcomer is promised. Standing: an answer within the target plus one review (a
-        long review must find less ahead of it). Draining: a start within twice the target, or, for a crowd
-        that found the box idle, by an interval of the reviews arriving now after the box got busy."""
+        long review must find less ahead of it). Draining: a start within twice the target, or, in a crowd
+        that came at once to an idle box, by an interval of the reviews arriving now after it got busy."""
+        one_s = self._room.per_review_s
         if standing:
-            return now + self.target_s + self._room.per_review_s - cost_s
-        crowd_by = self._standing.busy_since + self._interval_reviews * self._arriving_s
-        return max(now + 2 * self.target_s, crowd_by)
+            return now + self.target_s + one_s - cost_s
+        if now - self._standing.busy_since <= one_s:  # in a crowd that came at once (before one could be answered)
+            return max(now + 2 * self.target_s, self._standing.busy_since + self._interval_reviews * self._arriving_s)
+        return now + 2 * self.target_s
 
     def _late_s(self, waiting: list[Waiter]) -> float:
         """How late the most-late of `waiting` would start in the best order, behind the lane's backlog and
