@@ -50,9 +50,9 @@ class Settings(BaseSettings):
 
     # Path 5 (beyond the handout, docs/adaptive.md): once the queue stands a newcomer is promised an answer
     # within the target plus one review (at the measured seconds per review); while it drains, a start within
-    # the interval. The queue stands when its shortest wait stayed above the target for a whole interval, or a
-    # newcomer was refused. 2 reviews keep a served review within 3 reviews' time; 6 of interval let a burst of
-    # 12 with one long review among them pass as many as ②'s 1 + 4 seats (docs/adaptive.md).
+    # twice the target, or within the interval for a crowd arriving at once. The queue stands when newcomers
+    # found more than the target ahead for a whole interval, or one was refused. 1.5 keeps a served review
+    # within 2.5 reviews' time; 6 let a burst of 12 with a long review among them pass more than ②'s 1 + 4.
     adaptive_target_reviews: float = 1.5
     adaptive_interval_reviews: float = 6.0
 
