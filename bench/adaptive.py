@@ -25,6 +25,8 @@ from typing import Any
 from app.engine.callshape import cpu_model
 from app.paths.registry import spec
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
+from bench.adaptive_curve import CURVE, tables
+from bench.adaptive_curve import write as write_curve
 from bench.bursts import machine
 from bench.cores import bench_core, keep_off
 from bench.load import LoadConfig, LoadResult, percentile, run_load, summarize
@@ -78,6 +80,7 @@ def stream(path: str, rate: float, args: argparse.Namespace, scratch: Path) -> d
         "served_per_s": summary["useful_per_s"],
         "p95_served_s": percentile(ok, 95),
         "p99_refused_s": percentile(refused, 99),
+        "lane_share": summary["useful_lane_share"],  # of the window, on answers delivered: blind to the mix
         "adaptive": result.server_after.get("stats", {}).get("paths", {}).get("adaptive"),
     }
 
@@ -188,6 +191,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps(line, ensure_ascii=False), flush=True)
     print(f"\nMeasured {started:%Y-%m-%d %H:%M} UTC on {host}; Poisson streams, {CLIENT_TIMEOUT_S:g} s client timeout.")
     print(table(rows))
+    print(f"\n{CURVE.relative_to(PROJECT_ROOT)}, the page's cost curve, from the newest run's medians:")
+    print(tables(write_curve()))
 
 
 if __name__ == "__main__":
