@@ -122,8 +122,10 @@ PATH_NAMES = {
 }  # what app/paths/registry.py registers (checked below)
 # The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
 # bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
-# bench/adaptive.py: the paths its benchmark compares, scenario data too.
+# bench/adaptive.py: the paths its benchmark compares, scenario data too; static/adaptive-curve.json: its
+# measured medians, written by bench/adaptive_curve.py (data, never edited by hand).
 MAY_LIST_PATHS = {
+    ROOT / "static" / "adaptive-curve.json",
     ROOT / "app" / "paths" / "registry.py",
     ROOT / "static" / "burst.py",
     ROOT / "bench" / "traffic.py",

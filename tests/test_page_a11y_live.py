@@ -4,6 +4,7 @@ and after a burst; on a phone each row's numbers are on screen; the table and th
 axe-core comes from npm (package.json; `just setup` runs `npm ci`) and is injected into the page by the test.
 """
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
+from app.paths.registry import PATHS
 from bench.live import ROOT, LiveServer, live_server
 from tests.browser import browser
 from tests.test_burst_page_live import GUARD_MS, finish, fire
@@ -21,6 +23,7 @@ __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SERIOUS = ("serious", "critical")
+LABELS = {p.name: p.label for p in PATHS}
 VIEWPORTS = {"desktop": (1366, 900), "phone": (390, 844)}
 RUN_AXE = """async () => {
   const result = await axe.run(document, {resultTypes: ["violations"]});
@@ -134,4 +137,41 @@ def test_the_table_and_the_comparison_cards_are_reachable_and_usable_by_keyboard
     focus_by_tab(page, ".compare-card[data-path=limited]")
     page.keyboard.press("Enter")
     page.wait_for_selector("#rows[data-path=limited]", timeout=GUARD_MS)
+    page.context.close()
+
+
+READ_COST_CURVE = """() => {
+  const figure = document.getElementById("adaptive-curve");
+  const panels = [...figure.querySelectorAll("svg.curve-svg")].map((svg) => [...svg.querySelectorAll(".point")]
+    .map((p) => ({path: p.dataset.path, multiple: Number(p.dataset.multiple), value: Number(p.dataset.value)})));
+  return {panels, legend: [...figure.querySelectorAll(".curve-legend li")].map((li) => li.textContent.trim()),
+          answer: figure.querySelector(".curve-answer").textContent, width: figure.getBoundingClientRect().width,
+          page: document.documentElement.clientWidth};
+}"""
+
+
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+def test_the_cost_curve_draws_the_committed_medians_and_is_axe_clean(
+    browser: Browser, server: LiveServer, viewport: str
+) -> None:
+    data = json.loads((ROOT / "static" / "adaptive-curve.json").read_text(encoding="utf-8"))
+    page = open_page(browser, server, viewport)
+    page.check("input[name=path][value=adaptive]")  # ⑤'s note holds the figure
+    page.wait_for_selector("#adaptive-curve[data-state=drawn]", timeout=GUARD_MS)
+    page.click("#adaptive-curve summary")  # the table of numbers, opened
+    drawn = page.evaluate(READ_COST_CURVE)
+    served, slow = drawn["panels"]
+    assert served == [
+        {"path": p["path"], "multiple": p["multiple"], "value": p["served_vs_capacity"]} for p in data["streams"]
+    ]
+    assert slow == [
+        {"path": p["path"], "multiple": p["multiple"], "value": p["p95_reviews"]}
+        for p in data["streams"]
+        if p["p95_reviews"] is not None
+    ]
+    assert drawn["legend"] == [LABELS[p] for p in dict.fromkeys(p["path"] for p in data["streams"])]
+    assert drawn["answer"].startswith(f"{max(p['multiple'] for p in data['streams']):g}배가 몰리면")
+    assert drawn["width"] <= drawn["page"]  # fits a phone
+    assert page.locator("#adaptive-curve table tbody tr").count() == len(data["streams"])
+    assert serious(page) == []
     page.context.close()

@@ -4,6 +4,7 @@
 // of its own (paths, timing, tickets, runner, summary, rows, compare, store, panel, model, batching); this one
 // holds the page's state and its controls. From the console: `await import("/static/js/timing.js")`.
 import { showBatchingFigure, showStudentBatches } from "./batching.js";
+import { showCostCurve } from "./costcurve.js";
 import { burstLabel, drawCompareChart, renderCompare } from "./compare.js";
 import { fmtMs } from "./dom.js";
 import { showModel } from "./model.js";
@@ -146,6 +147,7 @@ function wire() {
 
 showModel();
 showBatchingFigure();
+showCostCurve();
 showProtocolNotes();
 startPanel();
 wire();
