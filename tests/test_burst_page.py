@@ -193,7 +193,9 @@ def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callabl
     assert all(int(r["retryAfter"]) >= 1 for r in refused)
     assert all("box_full" in r["shown"] and "초 뒤 다시" in r["shown"] for r in refused)
     served_waits = sorted(float(r["waitMs"]) for r in rows if r["status"] == "200")
-    assert served_waits[-1] >= 3.5 * SECONDS_PER_REVIEW * 1000  # the last seat waited for four inferences
+    # The last seat waited for three whole inferences ahead of it and part of the one running when it came
+    # (how much of that one depends on when the browser let it through: not a number to claim).
+    assert served_waits[-1] >= 3 * SECONDS_PER_REVIEW * 1000
     assert_bars_follow_server_timing(rows)
 
 
