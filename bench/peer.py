@@ -39,6 +39,7 @@ from bench.measure import PeakRss, tree
 from bench.peer_report import (
     INFINITY,
     LAB,
+    LAB_ADAPTIVE,
     LAB_LIMITED,
     ONE_AT_A_TIME,
     PEER,
@@ -52,8 +53,15 @@ from bench.peer_report import (
 from bench.serverproc import free_port, wait_healthy
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
-ROUTES = {LAB: "/api/batched/predict", LAB_LIMITED: "/api/limited/predict", PEER: "/predict", INFINITY: "/rerank"}
-SHORT = {"lab3": LAB, "lab2": LAB_LIMITED, "litserve": PEER, "infinity": INFINITY}  # for `just bench-peer ARGS`
+ROUTES = {
+    LAB: "/api/batched/predict",
+    LAB_LIMITED: "/api/limited/predict",
+    LAB_ADAPTIVE: "/api/adaptive/predict",
+    PEER: "/predict",
+    INFINITY: "/rerank",
+}
+# for `just bench-peer ARGS`
+SHORT = {"lab3": LAB, "lab2": LAB_LIMITED, "lab5": LAB_ADAPTIVE, "litserve": PEER, "infinity": INFINITY}
 TOPICS = [t.query for t in load_topics(PROJECT_ROOT / "app" / "data" / "topics.json")]
 INFINITY_PYTHON = PROJECT_ROOT / ".venv-infinity" / "bin" / "python"
 # Under the lab's 2,000-character limit, past the model's 512 positions: the lab truncates to 512
@@ -259,6 +267,19 @@ def lab_shape(args: argparse.Namespace) -> str:
     return f"one review in {shape['one_review']} per call, a batch in {shape['batch']} ({shape['source']})"
 
 
+def measured_capacity(args: argparse.Namespace) -> float:
+    """Reviews per second on the pinned core, one at a time through the lab's ② (HTTP included), measured now."""
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        PinnedServer(LAB_LIMITED, args.model_dir, args.core, Path(scratch), args.infinity_python) as server,
+    ):
+        result = one_at_a_time(server.url, LAB_LIMITED, args.one_count, args.seed)
+    served = [o.latency_s for o in result.outcomes if o.category == "ok"]
+    if not served:
+        raise RuntimeError("no review was answered one at a time: no capacity to scale the loads by")
+    return len(served) / sum(served)
+
+
 def capacity_from_curve(path: Path) -> float:
     """Reviews per second one at a time on the pinned core: 1 / (a + b) from the committed fit."""
     fit = json.loads(path.read_text(encoding="utf-8"))["fit"]
@@ -272,6 +293,9 @@ def main() -> None:
         "--core", type=int, default=bench_core(), help="the one CPU both servers are pinned to (default: the last)"
     )
     parser.add_argument("--capacity", type=float, help="reviews/s one at a time (default: from the cost curve)")
+    parser.add_argument(
+        "--measure-capacity", action="store_true", help="measure it first: ② one at a time, as bench.adaptive does"
+    )
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of each open loop")
     parser.add_argument("--only", nargs="*", help="scenario name prefixes to run (default: all)")
     parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to both)")
@@ -283,10 +307,10 @@ def main() -> None:
     parser.add_argument(
         "--servers",
         nargs="*",
-        default=[LAB, LAB_LIMITED, PEER, INFINITY],
+        default=[LAB, LAB_LIMITED, LAB_ADAPTIVE, PEER, INFINITY],
         choices=list(ROUTES),
         type=lambda name: SHORT.get(name, name),
-        help="lab3, lab2, litserve, infinity (or their full names)",
+        help="lab3, lab2, lab5, litserve, infinity (or their full names)",
     )
     parser.add_argument(
         "--infinity-python", type=Path, default=INFINITY_PYTHON, help="the venv with the extra `infinity`"
@@ -301,8 +325,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if INFINITY in args.servers and not args.infinity_python.exists():
         parser.error(f"{args.infinity_python} missing: `just setup-infinity` installs the extra `infinity` there")
-    capacity = args.capacity or capacity_from_curve(CURVE)
     keep_off(args.core)  # the client runs beside the servers, never on their core
+    capacity = args.capacity or (measured_capacity(args) if args.measure_capacity else capacity_from_curve(CURVE))
     started, load_at_start = datetime.now(UTC), os.getloadavg()
     shape = lab_shape(args)  # also measures and caches the shape if this host has not yet: before any timing
     probe = long_review_probe(args) if args.long_probe else []
@@ -312,7 +336,9 @@ def main() -> None:
     for scenario, config in plans.items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
             continue
-        servers = [s for s in args.servers if s != LAB_LIMITED or scenario.startswith(ONE_AT_A_TIME)]
+        # ② stands for the lane one at a time; ⑤ (the same lane, one at a time) only under a crowd.
+        alone = scenario.startswith(ONE_AT_A_TIME)
+        servers = [s for s in args.servers if (s != LAB_LIMITED or alone) and (s != LAB_ADAPTIVE or not alone)]
         for run in range(1, args.repeats + 1):
             order = servers[run % len(servers) :] + servers[: run % len(servers)]  # each takes its turn first
             for server in order:

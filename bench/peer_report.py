@@ -15,6 +15,7 @@ from bench.load import LoadResult, percentile
 
 LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
 LAB_LIMITED, INFINITY = "lab ② limited", "Infinity 0.0.78"
+LAB_ADAPTIVE = "lab ⑤ adaptive"  # beyond the handout: refuses at the door by the delay it can promise
 ONE_AT_A_TIME = "one at a time"
 WINDOW_S = 0.025  # ③'s batching window: one review alone waits it out before its inference
 
