@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser
 
+from app.paths.registry import knob_names
 from bench.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser
 
@@ -19,6 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 __all__ = ["browser"]
 
 GUARD_MS = 30_000  # failure guards, never delays
+NAMES = knob_names()  # each knob's Korean name, as both pages show it
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,7 @@ def test_eight_seats_reach_an_open_student_page_and_a_burst_of_twelve(browser: B
         "[...document.querySelectorAll('[data-limit=seats]')].every((n) => n.textContent === '8')", timeout=GUARD_MS
     )
     news = student.locator("#knob-news")
-    assert news.is_visible() and "② 대기석 4 → 8" in news.inner_text()
+    assert news.is_visible() and f"{NAMES['limited_seats']} 4 → 8" in news.inner_text()
     student.wait_for_function("document.getElementById('box-seats').textContent.includes('/ 9')", timeout=GUARD_MS)
 
     burst = subprocess.run(
@@ -99,7 +101,7 @@ def test_a_new_box_target_reaches_the_student_pages_model_line_and_is_announced(
     teacher.on("pageerror", lambda exc: errors.append(str(exc)))
     teacher.goto(f"{server.url}/instructor?token={printed_token(server)}")
     row = teacher.locator("#knobs tr[data-setting=box_seconds_per_review]")
-    assert row.locator("td").first.inner_text() == "상자: 리뷰당 목표 (초)"
+    assert row.locator("td").first.inner_text() == NAMES["box_seconds_per_review"] == "상자: 리뷰당 목표 (초)"
     assert teacher.locator("#knobs tr[data-setting=memory_cap_bytes]").count() == 0  # nothing caps a bare server
     row.locator("input").fill("1")
     row.locator("button").click()
@@ -108,7 +110,7 @@ def test_a_new_box_target_reaches_the_student_pages_model_line_and_is_announced(
     student.wait_for_function(
         "document.querySelector('#box-model [data-limit=box_target_s]').textContent === '1'", timeout=GUARD_MS
     )
-    assert "상자 리뷰당 목표(초) 0.5 → 1" in student.locator("#knob-news").inner_text()
+    assert f"{NAMES['box_seconds_per_review']} 0.5 → 1" in student.locator("#knob-news").inner_text()
     student.wait_for_function("document.getElementById('box-service').textContent.includes('목표 1초')")
     metrics = urllib.request.urlopen(f"{server.url}/metrics", timeout=10).read().decode()
     assert "review_box_target_seconds 1.0" in metrics

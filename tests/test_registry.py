@@ -18,7 +18,7 @@ from app.contract.schema import PredictionOut
 from app.lab import Lab
 from app.main import create_app
 from app.paths.pipeline import Outcome
-from app.paths.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, routes
+from app.paths.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, knob_names, routes
 from app.settings import Settings
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
@@ -31,7 +31,7 @@ EXTRA = PathSpec(
     "/api/lifo/predict",
     (200, 429),
     ("stack_full",),
-    (Knob("batch_max", 1, 64, "reviews"),),
+    (Knob("lifo_depth", 1, 64, "reviews", "쌓는 깊이 (개)", "lifo_depth"),),
 )
 
 
@@ -148,9 +148,8 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
     client, _ = fifth
     html = (await client.get("/")).text
     assert '<input type="radio" name="path" value="lifo"> ⑥ lifo <small>나중에 온 것 먼저</small>' in html
-    block = re.search(r'<script type="application/json" id="lab-paths">(.*?)</script>', html, flags=re.DOTALL)
-    assert block is not None
-    listed = json.loads(block.group(1))
+    listed = page_block(html, "lab-paths")
+    assert isinstance(listed, list)
     assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
     assert listed[-1] | {"gives_up": "?"} == {
         "name": "lifo",
@@ -163,15 +162,40 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
         "batches": False,
         "seats": False,
     }
+    knobs = page_block(html, "lab-knobs")
+    assert isinstance(knobs, dict)
+    assert knobs["lifo_depth"] == {"name": "⑥ 쌓는 깊이 (개)", "unit": "reviews", "limit": "lifo_depth", "scale": 1}
+
+
+def page_block(html: str, name: str) -> object:
+    """The JSON of the page's `<script type="application/json" id=name>` block, which its scripts read."""
+    block = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', html, flags=re.DOTALL)
+    assert block is not None, name
+    return json.loads(block.group(1))
+
+
+def test_a_knobs_name_is_its_paths_mark_and_its_registered_label() -> None:
+    names = knob_names()
+    assert names["limited_seats"] == "② 대기석 (개)"
+    assert names["memory_cap_bytes"] == "상자: 메모리 상한 (MiB)"
+    assert knob_names((*PATHS, EXTRA))["lifo_depth"] == "⑥ 쌓는 깊이 (개)"
 
 
 async def test_every_turnable_knob_has_its_korean_name_on_the_instructors_page_and_the_class_page() -> None:
-    """The two scripts name the knobs in Korean; a knob registered without a name would show as its setting."""
+    """Both pages take the names from the server (the registry): /api/knobs for the instructor's table, the
+    page's #lab-knobs block for the class's banner; neither script keeps a table of knobs of its own."""
     scripts = {name: (STATIC_DIR / "js" / name).read_text("utf-8") for name in ("instructor.js", "knobs.js")}
     app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
-    async with LifespanManager(app):
+    async with LifespanManager(app) as manager:
         turnable = app.state.lab.knobs.snapshot().values
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://lab") as client:
+            listed = {k["setting"]: k["name"] for k in (await client.get("/api/knobs")).json()["knobs"]}
+            on_page = page_block((await client.get("/")).text, "lab-knobs")
     assert {"adaptive_target_reviews", "adaptive_interval_reviews"} <= set(turnable)
+    names = knob_names()
+    assert listed == {setting: names[setting] for setting in turnable}
+    assert isinstance(on_page, dict)
     for setting in turnable:
+        assert on_page[setting]["name"] == names[setting] and re.search("[가-힣]", names[setting]), setting
         for name, script in scripts.items():
-            assert re.search(rf"^\s*{setting}: ", script, flags=re.MULTILINE), (setting, name)
+            assert not re.search(rf"^\s*{setting}: ", script, flags=re.MULTILINE), (setting, name)

@@ -7,7 +7,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 from app.api.deps import get_lab
 from app.contract.openapi import INPUT_ERRORS, answer, answers
-from app.knobs.board import Change, KnobBoard
+from app.knobs.board import Change
+from app.lab import Lab
+from app.paths.registry import knob_names
 
 router = APIRouter(prefix="/api", tags=["knobs"])
 
@@ -23,11 +25,15 @@ class KnobIn(BaseModel):
     )
 
 
-def knobs_body(board: KnobBoard) -> dict[str, Any]:
+def knobs_body(lab: Lab) -> dict[str, Any]:
+    """The turnable knobs, each with its Korean name from the registry (the instructor's page shows it)."""
+    board = lab.knobs
+    names = knob_names(tuple(path.spec for path in lab.paths))
     snap = board.snapshot()
     knobs = [
         {
             "setting": name,
+            "name": names.get(name, name),
             "value": snap.values[name],
             "low": spec.low,
             "high": spec.high,
@@ -52,7 +58,7 @@ def bearer(authorization: str | None) -> str | None:
 
 @router.get("/knobs", summary="The knobs an instructor may turn, their live values and bounds")
 async def knobs(request: Request) -> dict[str, Any]:
-    return knobs_body(get_lab(request).knobs)
+    return knobs_body(get_lab(request))
 
 
 @router.put(
@@ -71,8 +77,8 @@ async def turn(
     authorization: Annotated[str | None, Header(max_length=200)] = None,
 ) -> dict[str, Any]:
     """Applies at once to the path that owns it, is announced on every open page and kept across restarts."""
-    board = get_lab(request).knobs
-    board.allowed(bearer(authorization))
-    board.turn(setting, knob.value)
+    lab = get_lab(request)
+    lab.knobs.allowed(bearer(authorization))
+    lab.knobs.turn(setting, knob.value)
     request.app.openapi_schema = None  # route summaries quote the live values ({seats}, …)
-    return knobs_body(board)
+    return knobs_body(lab)

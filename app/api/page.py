@@ -17,7 +17,7 @@ from app.api.deps import get_lab
 from app.api.measured import naive_bursts
 from app.boxed.report import stand_in
 from app.contract.schema import limits, quoted
-from app.paths.registry import PathSpec
+from app.paths.registry import BOX_KNOBS, PathSpec, knob_names
 from app.settings import PROJECT_ROOT, Settings
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -82,6 +82,23 @@ def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
     ]
 
 
+class PageKnob(TypedDict):
+    """One knob as static/js/knobs.js knows it (the `#lab-knobs` block): its name in the banner that announces a
+    turn, its unit (bytes are written as MiB), and the data-limit spans it fills with value × `scale`."""
+
+    name: str
+    unit: str
+    limit: str
+    scale: float
+
+
+def page_knobs(specs: Sequence[PathSpec]) -> dict[str, PageKnob]:
+    """The running lab's knobs and the box's, by setting: the page's one table of them."""
+    names = knob_names(tuple(specs))
+    knobs = [*(knob for p in specs for knob in p.knobs), *BOX_KNOBS]
+    return {k.setting: PageKnob(name=names[k.setting], unit=k.unit, limit=k.limit, scale=k.scale) for k in knobs}
+
+
 def static_files() -> StaticFiles:
     """Mounted once at /static: the page's JS modules and CSS, and burst.py for students to download."""
     # Browsers refuse a module script served as anything but JavaScript; some hosts' mime tables say text/plain.
@@ -104,6 +121,7 @@ async def burst_page(request: Request) -> HTMLResponse:
         "base_url": base_url,
         "limits": limits(settings),
         "lab_paths": page_paths(specs, settings),
+        "lab_knobs": page_knobs(specs),
         "naive_measured": naive_bursts(),
         "stand_in": stand_in(settings.box_state),
     }

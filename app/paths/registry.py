@@ -15,12 +15,16 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit."""
+    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit,
+    and how the pages name and quote it, so a new knob needs no table in their scripts."""
 
     setting: str  # the Settings field (and LAB_<SETTING> in the environment)
     low: float
     high: float
     unit: str  # "s", "reviews", "seats", "jobs", "bytes", "on/off"
+    label: str  # Korean, after its path's mark (or "상자:"), with the unit the instructor types (bytes: MiB)
+    limit: str = ""  # the key of limits() and of the page's data-limit spans that quote it ("" for none)
+    scale: float = 1  # those spans show value × scale (1000: seconds as ms), rounded unless 1
 
     def allows(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -81,29 +85,41 @@ class LabPath(Protocol):
 PATHS: tuple[PathSpec, ...] = (
     PathSpec(
         "naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
-        (Knob("naive_memory_guard", 0, 1, "on/off"),),
+        (Knob("naive_memory_guard", 0, 1, "on/off", "메모리 보호 (1 = 켬, 0 = 끔)"),),
         gives_up="fast_answers",
     ),
     PathSpec(
         "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
         ("seats_full", "waited_too_long"),
-        (Knob("limited_seats", 0, 50, "seats"), Knob("limited_max_wait_s", 1, 120, "s")),
+        (
+            Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats"),
+            Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s"),
+        ),
         gives_up="requests", seats=True,
     ),
     PathSpec(
         "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
-        (Knob("batch_window_s", 0, 1, "s"), Knob("batch_max", 1, 64, "reviews"), Knob("batch_max_wait_s", 0, 120, "s")),
+        (
+            Knob("batch_window_s", 0, 1, "s", "모으는 시간 (초)", "window_ms", 1000),
+            Knob("batch_max", 1, 64, "reviews", "최대 묶음 (개)", "batch_max"),
+            Knob("batch_max_wait_s", 0, 120, "s", "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s"),
+        ),
         gives_up="own_pace", batches=True,
     ),
     PathSpec(
         "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
-        (Knob("queue_max_jobs", 1, 1000, "jobs"),),
+        (Knob("queue_max_jobs", 1, 1000, "jobs", "번호표 상한 (장)", "queue_max_jobs"),),
         gives_up="one_answer",
     ),
     PathSpec(
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
         ("over_target",),
-        (Knob("adaptive_target_reviews", 0.5, 10, "reviews"), Knob("adaptive_interval_reviews", 1, 60, "reviews")),
+        (
+            Knob("adaptive_target_reviews", 0.5, 10, "reviews", "서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
+                 "adaptive_target_reviews"),
+            Knob("adaptive_interval_reviews", 1, 60, "reviews", "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
+                 "adaptive_interval_reviews"),
+        ),
         gives_up="fairness",
     ),
 )  # fmt: skip
@@ -115,18 +131,27 @@ MIB = 2**20
 # costs the lab's hosts 0.6-0.7 CPU s anyway (docs/box.md: the loop would give a whole core and say so).
 # 5 s: a burst of 12 on ① then takes a minute, half of burst.py's 120 s timeout; the CPU quota (at
 # least 1 ms per 100 ms period) still slows a host 50x faster than that.
-BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s")
+BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s", "리뷰당 목표 (초)", "box_target_s")
 # 600 MiB: about the lab's own server at rest with the twin (590-610 MiB, docs/box.md; the box's stand-in for the
 # seed's libraries adds 289 MiB), the least an incarnation can start in; never below what the box uses now + a margin.
 # 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
 # and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/boxed/knobs.py).
-BOX_MEMORY_CAP = Knob("memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes")
+BOX_MEMORY_CAP = Knob(
+    "memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes", "메모리 상한 (MiB)", "memory_cap_mib", 1 / MIB
+)
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 
 
 def every_knob() -> dict[str, Knob]:
     """Every knob declared, the paths' and the box's: what a knobs file may hold, each with its bounds."""
     return {knob.setting: knob for knob in (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)}
+
+
+def knob_names(specs: tuple[PathSpec, ...] = PATHS) -> dict[str, str]:
+    """Each knob's Korean name as the instructor's page and the class's banner write it: "② 대기석 (개)",
+    "상자: 리뷰당 목표 (초)". The mark comes from the path, so a renumbered path renames its knobs."""
+    names = {knob.setting: f"{path.mark} {knob.label}" for path in specs for knob in path.knobs}
+    return names | {knob.setting: f"상자: {knob.label}" for knob in BOX_KNOBS}
 
 
 def spec(name: str) -> PathSpec:

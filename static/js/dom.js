@@ -18,6 +18,11 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A knob's value as people read and type it: bytes in MiB (the API speaks bytes), everything else as it is.
+const MIB = 2 ** 20;
+export const shownValue = (unit, v) => (unit === "bytes" ? Math.round(v / MIB) : v);
+export const sentValue = (unit, v) => (unit === "bytes" ? Math.round(v * MIB) : v);
+
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 /** An SVG element with attributes and an optional text: the figures' one way to draw. */

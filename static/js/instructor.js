@@ -3,24 +3,8 @@
 // works after the box dies and comes back. The page looks at /api/knobs every few seconds: while the box is
 // gone (no connection, or the classroom front's 502) it says so in a banner and keeps looking, and when the
 // box answers again it reads the live values back in place, without a reload and without losing what was typed.
-import { el } from "./dom.js";
+import { el, sentValue, shownValue } from "./dom.js";
 
-const NAMES = {
-  limited_seats: "② 대기석 (개)",
-  limited_max_wait_s: "② 최대 대기 (초)",
-  batch_window_s: "③ 모으는 시간 (초)",
-  batch_max: "③ 최대 묶음 (개)",
-  batch_max_wait_s: "③ 예상 대기 상한 (초, 0 = 끔)",
-  queue_max_jobs: "④ 번호표 상한 (장)",
-  adaptive_target_reviews: "⑤ 서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
-  adaptive_interval_reviews: "⑤ 줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
-  box_seconds_per_review: "상자: 리뷰당 목표 (초)",
-  memory_cap_bytes: "상자: 메모리 상한 (MiB)",
-};
-// Knobs kept in bytes are shown and typed in MiB; the API speaks bytes.
-const MIB = 2 ** 20;
-const shown = (knob, v) => (knob.unit === "bytes" ? Math.round(v / MIB) : v);
-const sent = (knob, v) => (knob.unit === "bytes" ? Math.round(v * MIB) : v);
 const token = new URLSearchParams(location.search).get("token") || "";
 const LIVE_LOOK_MS = 3000; // how often a live box is asked for its values (another tab, or a restart, changed them)
 const DOWN_LOOK_MS = 1000; // how often a gone box is asked whether it is back
@@ -30,7 +14,8 @@ const BACK_SHOWN_MS = 60_000;
 // after this counts as gone (a live box answers in milliseconds, unless this browser's six HTTP/1.1
 // connections to it are all busy with a burst).
 const LOOK_LIMIT_MS = 15_000;
-const name = (setting) => NAMES[setting] || setting;
+const shown = (knob, v) => shownValue(knob.unit, v);
+const sent = (knob, v) => sentValue(knob.unit, v);
 
 let looking = null; // the next look's timer
 let generation = 0; // the latest look: an older one that answers late neither draws nor schedules
@@ -115,7 +100,7 @@ function newRow(knob) {
   const row = el(
     "tr",
     { dataset: { setting: knob.setting } },
-    el("td", {}, name(knob.setting)),
+    el("td", {}, knob.name), // the registry's Korean name (GET /api/knobs)
     el("td", { class: "num now" }),
     el("td", {}, input),
     el("td", { class: "range" }),
@@ -138,7 +123,7 @@ async function turn(knob, input) {
     result.dataset.status = String(response.status);
     if (response.ok) delete input.dataset.typed;
     result.textContent = response.ok
-      ? `${name(knob.setting)} → ${value}: 적용했습니다. 열린 학생 화면에 알림이 갑니다.`
+      ? `${knob.name} → ${value}: 적용했습니다. 열린 학생 화면에 알림이 갑니다.`
       : response.status === 403
         ? "토큰이 맞지 않습니다: 상자가 시작할 때 출력한 강사용 주소(토큰 포함)로 이 화면을 여세요."
         : `바꾸지 못했습니다 (${response.status}): ${body.detail || ""}`;

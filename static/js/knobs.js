@@ -1,22 +1,14 @@
 // The instructor's knobs as every open page sees them: the live values from /api/stats (`knobs`) are
 // written into the notes and the legend wherever the page quotes a limit (data-limit), and each change
 // is announced in a banner, so a class sees "대기석 4 → 8" the moment the instructor turns it.
+import { shownValue } from "./dom.js";
 import { PATHS } from "./paths.js";
 
-/** Knob → [the data-limit it fills, how the page writes it, its Korean name]. */
-const SHOWN = {
-  limited_seats: ["seats", (v) => String(v), "② 대기석"],
-  limited_max_wait_s: ["max_wait_s", (v) => String(v), "② 최대 대기(초)"],
-  limited_hold_grace_s: ["hold_grace_s", (v) => String(v), "② 자리 보관 유예(초)"],
-  batch_window_s: ["window_ms", (v) => String(Math.round(v * 1000)), "③ 모으는 시간(ms)"],
-  batch_max: ["batch_max", (v) => String(v), "③ 최대 묶음"],
-  batch_max_wait_s: ["batch_max_wait_s", (v) => String(v), "③ 예상 대기 상한(초)"],
-  queue_max_jobs: ["queue_max_jobs", (v) => String(v), "④ 번호표 상한"],
-  adaptive_target_reviews: ["adaptive_target_reviews", (v) => String(v), "⑤ 서 있는 줄의 목표(리뷰 건수)"],
-  adaptive_interval_reviews: ["adaptive_interval_reviews", (v) => String(v), "⑤ 줄을 지켜보는 간격(리뷰 건수)"],
-  box_seconds_per_review: ["box_target_s", (v) => String(v), "상자 리뷰당 목표(초)"],
-  memory_cap_bytes: ["memory_cap_mib", (v) => String(Math.round(v / 2 ** 20)), "상자 메모리 상한(MiB)"],
-};
+/** setting → {name, unit, limit, scale}: the lab's knobs as the server lists them (app/api/page.py, `page_knobs`). */
+const KNOBS = JSON.parse(document.getElementById("lab-knobs").textContent);
+
+/** How the page's data-limit spans quote a value: × scale (seconds as ms, bytes as MiB), whole unless unscaled. */
+const quoted = (knob, v) => String(knob.scale === 1 ? v : Math.round(v * knob.scale));
 
 let seenVersion = null;
 
@@ -24,9 +16,9 @@ let seenVersion = null;
 export function followKnobs(knobs) {
   if (!knobs) return;
   for (const [setting, value] of Object.entries(knobs.values)) {
-    const shown = SHOWN[setting];
-    if (!shown) continue;
-    for (const node of document.querySelectorAll(`[data-limit="${shown[0]}"]`)) node.textContent = shown[1](value);
+    const knob = KNOBS[setting];
+    if (!knob?.limit) continue;
+    for (const node of document.querySelectorAll(`[data-limit="${knob.limit}"]`)) node.textContent = quoted(knob, value);
   }
   // The radios' words come from the registry ("1개 + 대기석 4"): a path with seats ends in its seat count.
   const seats = knobs.values.limited_seats;
@@ -40,9 +32,10 @@ export function followKnobs(knobs) {
 }
 
 function announce(change) {
-  const shown = SHOWN[change.setting];
-  const name = shown ? shown[2] : change.setting;
-  const write = shown ? shown[1] : String;
+  // Named and written as the instructor's page shows it: "③ 모으는 시간 (초) 0.025 → 0.1".
+  const knob = KNOBS[change.setting];
+  const name = knob ? knob.name : change.setting;
+  const write = (v) => String(knob ? shownValue(knob.unit, v) : v);
   const news = document.getElementById("knob-news");
   const at = new Date(change.at * 1000).toLocaleTimeString("ko-KR");
   news.textContent = `📢 강사가 바꿨습니다 (${at}): ${name} ${write(change.old)} → ${write(change.new)}`;
