@@ -18,7 +18,7 @@ from app.contract.schema import PredictionOut
 from app.lab import Lab
 from app.main import create_app
 from app.paths.pipeline import Outcome
-from app.paths.registry import BOX_KNOBS, PATHS, Knob, Load, PathSpec, knob_names, routes
+from app.paths.registry import BOX_KNOBS, PATHS, REFUSED_REQUESTS, Knob, Load, PathSpec, knob_names, routes
 from app.settings import Settings
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
@@ -151,14 +151,14 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
     listed = page_block(html, "lab-paths")
     assert isinstance(listed, list)
     assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
-    assert listed[-1] | {"gives_up": "?"} == {
+    assert listed[-1] == {
         "name": "lifo",
         "number": "⑥",
         "label": "⑥ lifo",
         "blurb": "나중에 온 것 먼저",
         "route": "/api/lifo/predict",
         "answer": "direct",
-        "gives_up": "?",
+        "gives_up": dataclasses.asdict(REFUSED_REQUESTS),  # a path that refuses gives up requests, unless it says
         "batches": False,
         "seats": False,
     }
@@ -199,3 +199,16 @@ async def test_every_turnable_knob_has_its_korean_name_on_the_instructors_page_a
         assert on_page[setting]["name"] == names[setting] and re.search("[가-힣]", names[setting]), setting
         for name, script in scripts.items():
             assert not re.search(rf"^\s*{setting}: ", script, flags=re.MULTILINE), (setting, name)
+
+
+def test_every_number_a_gives_up_sentence_names_is_one_the_comparison_fills() -> None:
+    """compare.js fills `{name}`s from its `facts` and holds no sentence of its own: a name it does not define
+    would show as "–" on every card."""
+    script = (STATIC_DIR / "js" / "compare.js").read_text("utf-8")
+    facts = script[script.index("function facts(") : script.index("function fill(")]
+    defined = set(re.findall(r"^\s*(\w+)[:,]", facts, flags=re.MULTILINE))
+    for path in PATHS:
+        for sentence in (path.gives_up.said, path.gives_up.none_refused):
+            assert set(re.findall(r"\{(\w+)\}", sentence)) <= defined, (path.name, sentence)
+            assert sentence.count("[") == sentence.count("]"), (path.name, sentence)
+    assert "포기한 것" not in script

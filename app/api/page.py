@@ -3,6 +3,7 @@
 import json
 import mimetypes
 from collections.abc import Sequence
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import TypedDict
@@ -43,8 +44,9 @@ class PagePath(TypedDict):
     """One path as the page's JS knows it (static/js/paths.js reads the `#lab-paths` block).
 
     `route`: where a burst POSTs; `answer`: "direct" (200 with the result) or "ticket" (202 with a
-    ticket the page follows); `gives_up`: which sentence the comparison card uses for what the path
-    trades away; `batches`: its answers carry X-Batch-Size, so the summary shows the mean batch;
+    ticket the page follows); `gives_up`: the comparison card's sentence for what the path trades away
+    (app/paths/registry.py's `GivesUp`: `said`, `none_refused`, `counts_refusals`); `batches`: its answers
+    carry X-Batch-Size, so the summary shows the mean batch;
     `seats`: its /api/stats entry has `seats_taken` and `capacity`, shown on the panel's seats line;
     `blurb`: the words beside its radio.
     """
@@ -55,7 +57,7 @@ class PagePath(TypedDict):
     blurb: str
     route: str
     answer: str
-    gives_up: str
+    gives_up: dict[str, str | bool]
     batches: bool
     seats: bool
 
@@ -64,7 +66,7 @@ def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
     """The lab's paths in display order, from the running lab's registry: the page's one list.
 
     One entry: `{"name": "naive", "number": "①", "label": "① naive", "blurb": "바로 추론",
-    "route": "/api/naive/predict", "answer": "direct", "gives_up": "fast_answers", "batches": false, "seats": false}`.
+    "route": "/api/naive/predict", "answer": "direct", "gives_up": {"said": …}, "batches": false, "seats": false}`.
     """
     return [
         PagePath(
@@ -74,7 +76,7 @@ def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
             blurb=quoted(p.blurb, settings),
             route=p.route,
             answer=p.answer,
-            gives_up=p.gives_up,
+            gives_up=asdict(p.gives_up),
             batches=p.batches,
             seats=p.seats,
         )

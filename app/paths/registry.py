@@ -31,6 +31,30 @@ class Knob:
 
 
 @dataclass(frozen=True, slots=True)
+class GivesUp:
+    """What a path trades away, as the comparison card says it to students (static/js/compare.js).
+
+    `{p95}`-style names are that burst's numbers (the names compare.js's `facts` defines); a `[…]` part is left
+    out when a name in it is unknown for the burst. `none_refused`, if given, is said instead when none was refused.
+    """
+
+    said: str
+    none_refused: str = ""
+    counts_refusals: bool = False  # `said` counts the refused already, so the card adds no "실패/거절 N개"
+
+
+# The default: a path that refuses gives up requests.
+REFUSED_REQUESTS = GivesUp(
+    "포기한 것: {refused}/{size}개 요청. [{quick_429}개는 바로 거절(429), ]"
+    "[{slow_429}개는 거절(429, 가장 늦은 거절 {slowest_429}), ]"
+    "[{late_503}개는 서버에서 최대 {longest_503} 기다린 뒤 거절(503), ]"
+    "[{unexplained}거절, ]받은 {served}개만 제때 처리",
+    "포기한 것: 이번엔 없음. 자리가 남아 {served}개 모두 받음 (더 몰리면 거절)",
+    counts_refusals=True,
+)
+
+
+@dataclass(frozen=True, slots=True)
 class PathSpec:
     """What a path is, independent of any running lab."""
 
@@ -41,9 +65,9 @@ class PathSpec:
     statuses: tuple[int, ...]  # the answers it is built to give, exported at 0 from the start
     refusals: tuple[str, ...]  # its reasons in review_rejections_total, exported at 0 from the start
     knobs: tuple[Knob, ...] = ()
-    # For the page: what it trades away (a sentence of static/js/compare.js), whether its answers carry
+    # For the page: what it trades away (the comparison card's sentence), whether its answers carry
     # X-Batch-Size (the mean batch is shown) and whether its /api/stats entry has seats_taken/capacity.
-    gives_up: str = "requests"
+    gives_up: GivesUp = REFUSED_REQUESTS
     batches: bool = False
     seats: bool = False
 
@@ -86,7 +110,10 @@ PATHS: tuple[PathSpec, ...] = (
     PathSpec(
         "naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
         (Knob("naive_memory_guard", 0, 1, "on/off", "메모리 보호 (1 = 켬, 0 = 끔)"),),
-        gives_up="fast_answers",
+        gives_up=GivesUp(
+            "포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 {p95}[ (가장 빠른 답 {fastest})]"
+            "[, 메모리 +{memory_mib} MiB][ (상한의 {memory_pct}%까지)]"
+        ),
     ),
     PathSpec(
         "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
@@ -95,7 +122,7 @@ PATHS: tuple[PathSpec, ...] = (
             Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats"),
             Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s"),
         ),
-        gives_up="requests", seats=True,
+        gives_up=REFUSED_REQUESTS, seats=True,
     ),
     PathSpec(
         "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
@@ -104,12 +131,19 @@ PATHS: tuple[PathSpec, ...] = (
             Knob("batch_max", 1, 64, "reviews", "최대 묶음 (개)", "batch_max"),
             Knob("batch_max_wait_s", 0, 120, "s", "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s"),
         ),
-        gives_up="own_pace", batches=True,
+        gives_up=GivesUp(
+            "포기한 것: 각자의 빠른 답. 묶음(평균 {mean_batch}개)이 모여 출발하고, "
+            "묶음 안에서는 짧은 리뷰부터 끝나는 대로 답하므로 긴 리뷰는 묶음 끝까지 기다림, p50 {p50}"
+        ),
+        batches=True,
     ),
     PathSpec(
         "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
         (Knob("queue_max_jobs", 1, 1000, "jobs", "번호표 상한 (장)", "queue_max_jobs"),),
-        gives_up="one_answer",
+        gives_up=GivesUp(
+            "포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, "
+            "결과까지 p95 {p95}[, 약속보다 평균 {eta_late}초]"
+        ),
     ),
     PathSpec(
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
@@ -120,7 +154,11 @@ PATHS: tuple[PathSpec, ...] = (
             Knob("adaptive_interval_reviews", 1, 60, "reviews", "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
                  "adaptive_interval_reviews"),
         ),
-        gives_up="fairness",
+        gives_up=GivesUp(
+            "포기한 것: 공정함. {refused}/{size}개 거절(가장 늦은 거절 {slowest_429}), 줄이 서 있으면 새로 온 요청부터 "
+            "처리해 먼저 온 요청은 약속한 시간 안에서 뒤로 밀리고 긴 리뷰가 먼저 거절됨, 받은 {served}개 p95 {p95}",
+            "포기한 것: 이번엔 없음. 줄이 목표 안에 빠져 {served}개 모두 받음 (더 몰리면 거절)",
+        ),
     ),
 )  # fmt: skip
 

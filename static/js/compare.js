@@ -30,64 +30,56 @@ function savedInOrder(saved) {
 
 const QUICK_REFUSAL_MS = 1000;
 
-/** Per `gives_up` (app/api/page.py): what a path trades away, in Korean, with this burst's numbers. */
-const GAVE_UP = {
-  fast_answers(burst, s) {
-    const fastest = Math.min(...burst.rows.filter(isServed).map((r) => r.totalMs));
-    let line =
-      `포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 ${fmtMs(s.p95Ms)}` +
-      (Number.isFinite(fastest) ? ` (가장 빠른 답 ${fmtMs(fastest)})` : "");
-    const box = burst.box;
-    if (box && box.peakMemoryBytes != null && box.memoryBeforeBytes != null) {
-      line += `, 메모리 +${((box.peakMemoryBytes - box.memoryBeforeBytes) / 2 ** 20).toFixed(0)} MiB`;
-      if (box.peakMemoryPct != null) line += ` (상한의 ${box.peakMemoryPct.toFixed(0)}%까지)`;
-    }
-    return line;
-  },
-  requests(burst, s, refused) {
-    if (!refused) return `포기한 것: 이번엔 없음. 자리가 남아 ${s.served}개 모두 받음 (더 몰리면 거절)`;
-    // A 429 comes back at once; a 503 only after the request waited its limit on the server.
-    // "바로" only when every 429 came back within a second (a refusal that waited is not immediate).
-    const quick = burst.rows.filter((r) => r.status === 429);
-    const slowest = Math.max(0, ...quick.map((r) => r.totalMs || 0));
-    const late = burst.rows.filter((r) => r.status === 503);
-    const longest = Math.max(0, ...late.map((r) => r.waitMs || 0));
-    const how = [
-      quick.length && slowest < QUICK_REFUSAL_MS ? `${quick.length}개는 바로 거절(429)` : "",
-      quick.length && slowest >= QUICK_REFUSAL_MS ? `${quick.length}개는 거절(429, 가장 늦은 거절 ${fmtMs(slowest)})` : "",
-      late.length ? `${late.length}개는 서버에서 최대 ${fmtMs(longest)} 기다린 뒤 거절(503)` : "",
-    ].filter(Boolean);
-    return `포기한 것: ${refused}/${s.size}개 요청. ${how.join(", ") || "거절"}, 받은 ${s.served}개만 제때 처리`;
-  },
-  own_pace(burst, s) {
-    return (
-      `포기한 것: 각자의 빠른 답. 묶음(평균 ${s.meanBatch == null ? "–" : s.meanBatch.toFixed(1)}개)이 모여 출발하고, ` +
-      `묶음 안에서는 짧은 리뷰부터 끝나는 대로 답하므로 긴 리뷰는 묶음 끝까지 기다림, p50 ${fmtMs(s.p50Ms)}`
-    );
-  },
-  fairness(burst, s, refused) {
-    if (!refused) return `포기한 것: 이번엔 없음. 줄이 목표 안에 빠져 ${s.served}개 모두 받음 (더 몰리면 거절)`;
-    const late = burst.rows.filter((r) => r.status === 429);
-    const slowest = Math.max(0, ...late.map((r) => r.totalMs || 0));
-    return (
-      `포기한 것: 공정함. ${refused}/${s.size}개 거절(가장 늦은 거절 ${fmtMs(slowest)}), 줄이 서 있으면 새로 온 요청부터 ` +
-      `처리해 먼저 온 요청은 약속한 시간 안에서 뒤로 밀리고 긴 리뷰가 먼저 거절됨, 받은 ${s.served}개 p95 ${fmtMs(s.p95Ms)}`
-    );
-  },
-  one_answer(burst, s) {
-    const late = s.etaLateS == null ? "" : `, 약속보다 평균 ${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(1)}초`;
-    return `포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, 결과까지 p95 ${fmtMs(s.p95Ms)}${late}`;
-  },
-};
+/**
+ * This burst's numbers, by the names the registry's sentences use (app/paths/registry.py, `GivesUp`);
+ * null where a number is unknown for this burst, which leaves out the sentence's `[…]` part that names it.
+ */
+function facts(burst, s, refused) {
+  const fastest = Math.min(...burst.rows.filter(isServed).map((r) => r.totalMs));
+  const box = burst.box;
+  const memory = box && box.peakMemoryBytes != null && box.memoryBeforeBytes != null;
+  // A 429 comes back at once; a 503 only after the request waited its limit on the server.
+  // "바로" only when every 429 came back within a second (a refusal that waited is not immediate).
+  const quick = burst.rows.filter((r) => r.status === 429);
+  const slowest = Math.max(0, ...quick.map((r) => r.totalMs || 0));
+  const late = burst.rows.filter((r) => r.status === 503);
+  return {
+    size: s.size,
+    served: s.served,
+    refused,
+    p50: fmtMs(s.p50Ms),
+    p95: fmtMs(s.p95Ms),
+    fastest: Number.isFinite(fastest) ? fmtMs(fastest) : null,
+    memory_mib: memory ? ((box.peakMemoryBytes - box.memoryBeforeBytes) / 2 ** 20).toFixed(0) : null,
+    memory_pct: memory && box.peakMemoryPct != null ? box.peakMemoryPct.toFixed(0) : null,
+    mean_batch: s.meanBatch == null ? "–" : s.meanBatch.toFixed(1),
+    quick_429: quick.length && slowest < QUICK_REFUSAL_MS ? quick.length : null,
+    slow_429: quick.length && slowest >= QUICK_REFUSAL_MS ? quick.length : null,
+    slowest_429: fmtMs(slowest),
+    late_503: late.length || null,
+    longest_503: fmtMs(Math.max(0, ...late.map((r) => r.waitMs || 0))),
+    unexplained: refused && !quick.length && !late.length ? "" : null, // refused, neither by 429 nor 503
+    eta_late: s.etaLateS == null ? null : `${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(1)}`,
+  };
+}
 
-/** One line, in Korean, on what this path gave up in this burst; numbers from the burst itself. */
+/** `said` with the numbers filled in: `{name}` from `known`, a `[…]` part left out when a name in it is null. */
+function fill(said, known) {
+  const names = (part) => [...part.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+  return said
+    .replace(/\[([^[\]]*)\]/g, (_, part) => (names(part).every((n) => known[n] != null) ? part : ""))
+    .replace(/\{(\w+)\}/g, (_, n) => String(known[n] ?? "–"));
+}
+
+/** One line, in Korean, on what this path gave up in this burst: its sentence from the registry, this burst's numbers. */
 function gaveUp(burst) {
   const s = burst.summary;
   const refused = s.size - s.served;
   const givesUp = pathNamed(burst.path).gives_up;
-  let line = GAVE_UP[givesUp](burst, s, refused);
+  const said = !refused && givesUp.none_refused ? givesUp.none_refused : givesUp.said;
+  let line = fill(said, facts(burst, s, refused));
   if (s.cacheHits) line += ` · 캐시가 ${s.cacheHits}개를 추론 없이 답함 (같은 리뷰일 때만)`;
-  if (refused && givesUp !== "requests") line += ` · 실패/거절 ${refused}개`;
+  if (refused && !givesUp.counts_refusals) line += ` · 실패/거절 ${refused}개`;
   return line;
 }
 

@@ -3,7 +3,7 @@
 
 /**
  * [{name, number, label, route, answer, gives_up, batches, seats}, …]: `answer` is "direct" or
- * "ticket", `gives_up` picks the comparison's sentence, `batches` and `seats` say what to show.
+ * "ticket", `gives_up` is the comparison's sentence ({said, none_refused, counts_refusals}), `batches` and `seats` say what to show.
  */
 export const PATHS = Object.freeze(JSON.parse(document.getElementById("lab-paths").textContent));
 
