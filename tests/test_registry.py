@@ -12,13 +12,23 @@ from fastapi import Request, Response
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.deps import ReviewText
-from app.api.page import STATIC_DIR
+from app.api.page import STATIC_DIR, TEMPLATES_DIR
 from app.api.predict import serve
-from app.contract.schema import PredictionOut
+from app.contract.schema import PredictionOut, limits
 from app.lab import Lab
 from app.main import create_app
 from app.paths.pipeline import Outcome
-from app.paths.registry import BOX_KNOBS, PATHS, REFUSED_REQUESTS, Knob, Load, PathSpec, knob_names, routes
+from app.paths.registry import (
+    BOX_KNOBS,
+    PATHS,
+    REFUSED_REQUESTS,
+    Knob,
+    Load,
+    PathSpec,
+    every_knob,
+    knob_names,
+    routes,
+)
 from app.settings import Settings
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
@@ -212,3 +222,15 @@ def test_every_number_a_gives_up_sentence_names_is_one_the_comparison_fills() ->
             assert set(re.findall(r"\{(\w+)\}", sentence)) <= defined, (path.name, sentence)
             assert sentence.count("[") == sentence.count("]"), (path.name, sentence)
     assert "포기한 것" not in script
+
+
+def test_every_limit_the_page_quotes_is_one_limits_fills_and_a_turned_knob_follows() -> None:
+    """limits() takes the knobs' numbers from the registry: each data-limit span of the page has its value, and
+    the knob behind it writes its live value there (static/js/knobs.js), ③'s window in ms."""
+    page = (TEMPLATES_DIR / "index.html").read_text("utf-8")
+    spans = set(re.findall(r'data-limit="(\w+)"', page))
+    quoted = limits(Settings(batch_window_s=0.04, limited_seats=2))
+    assert spans and spans <= set(quoted)
+    assert (quoted["window_ms"], quoted["seats"]) == ("40", "2")
+    followed = {knob.limit for knob in every_knob().values()}
+    assert spans - followed == {"hold_grace_s"}  # ②'s grace is a setting, not a knob anyone turns

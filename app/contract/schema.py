@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 from app.contract.errors import TABLE, InvalidReview, LabError
 from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.ssrf import MAX_URL_CHARS
-from app.paths.registry import PATHS
+from app.paths.registry import PATHS, every_knob
 from app.settings import Settings
 
 MIN_TIME_IN_QUEUE_S = 1.0
@@ -184,16 +184,12 @@ class ErrorOut(BaseModel):
 
 
 def limits(settings: Settings) -> dict[str, str]:
-    """The numbers route summaries and the page quote, formatted as people read them."""
-    return {
-        "window_ms": f"{settings.batch_window_s * 1000:g}",
-        "batch_max": str(settings.batch_max),
-        "seats": str(settings.limited_seats),
-        "max_wait_s": f"{settings.limited_max_wait_s:g}",
+    """The numbers route summaries and the page quote, formatted as people read them: every knob's under its
+    `limit` (× its `scale`), so a new knob is quoted without an edit here, and the few that are no knob."""
+    knobs = every_knob().values()
+    quoted = {k.limit: f"{getattr(settings, k.setting) * k.scale:g}" for k in knobs if k.limit}
+    return quoted | {
         "hold_grace_s": f"{settings.limited_hold_grace_s:g}",
-        "queue_max_jobs": str(settings.queue_max_jobs),
-        "adaptive_target_reviews": f"{settings.adaptive_target_reviews:g}",
-        "adaptive_interval_reviews": f"{settings.adaptive_interval_reviews:g}",
         "max_text_chars": str(settings.max_text_chars),
         "max_followed": str(MAX_FOLLOWED_JOBS),
     }
