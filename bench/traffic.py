@@ -36,6 +36,12 @@ BURST_SETTINGS = {
 # A burst per path, sized to overflow its bound under BURST_SETTINGS (per-path scenario data, like the
 # page's notes: tests/test_layout.py allows this table).
 BURST_SIZES = {"naive": 3, "limited": 8, "batched": 4, "tickets": 6, "adaptive": 6}
+# A path not sized here (a new one) gets a burst of 6: every series it exports gets data without an edit here.
+DEFAULT_BURST = 6
+
+
+def burst_size(path: str) -> int:
+    return BURST_SIZES.get(path, DEFAULT_BURST)
 
 
 @dataclass
@@ -71,7 +77,7 @@ async def fire_bursts(base_url: str, tag: str = "") -> BurstReport:
     report = BurstReport()
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
         for path in (p.name for p in PATHS):
-            texts = [f"{tag}{path} 리뷰 {i}: 배송은 빨랐지만 포장이 아쉬워요" for i in range(BURST_SIZES[path])]
+            texts = [f"{tag}{path} 리뷰 {i}: 배송은 빨랐지만 포장이 아쉬워요" for i in range(burst_size(path))]
             replies = await asyncio.gather(*(fire_one(client, path, text) for text in texts))
             for reply in replies:
                 report.record(path, reply)
