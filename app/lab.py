@@ -168,7 +168,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         adaptive = AdaptiveGate(
             lane, target_reviews=settings.adaptive_target_reviews, interval_reviews=settings.adaptive_interval_reviews
         )
-        knobs = knob_board(settings, limited, batcher, tickets.service, adaptive, settings.knobs_file, speed, guard)
+        paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
+        knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
         log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,
@@ -184,7 +185,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             worker=tickets.worker,
             follower=tickets.follower,
             store=store,
-            paths=lab_paths(naive, limited, batcher, tickets.service, adaptive),
+            paths=paths,
             knobs=knobs,
             speed=speed,
         )

@@ -15,6 +15,7 @@ from app.api.deps import ReviewText
 from app.api.page import STATIC_DIR, TEMPLATES_DIR
 from app.api.predict import serve
 from app.contract.schema import PredictionOut, limits
+from app.knobs.table import path_appliers
 from app.lab import Lab
 from app.main import create_app
 from app.paths.pipeline import Outcome
@@ -42,7 +43,7 @@ EXTRA = PathSpec(
     "/api/lifo/predict",
     (200, 429),
     ("stack_full",),
-    (Knob("lifo_depth", 1, 64, "reviews", "쌓는 깊이 (개)", "lifo_depth"),),
+    (Knob("lifo_depth", 1, 64, "reviews", "쌓는 깊이 (개)", "lifo_depth", retune="depth", whole=True),),
 )
 
 
@@ -55,6 +56,7 @@ class LastInFirstOut:
 
     def __init__(self) -> None:
         self.ran: list[str] = []
+        self.depths: list[int] = []
 
     async def run(self, text: str) -> Outcome:
         self.ran.append(text)
@@ -62,6 +64,9 @@ class LastInFirstOut:
 
     def load(self) -> Load:
         return Load(in_flight=1, waiting=2, refusals={"stack_full": 3}, details={"depth": 2})
+
+    def retune(self, *, depth: int) -> None:
+        self.depths.append(depth)
 
 
 def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() -> None:
@@ -241,3 +246,26 @@ def test_the_metrics_tour_fires_a_burst_at_a_path_it_does_not_size() -> None:
     """bench/traffic.py (the Grafana and metrics tours) sizes the five; a fifth path gets the default burst."""
     assert burst_size(EXTRA.name) == DEFAULT_BURST
     assert all(burst_size(p.name) >= 3 for p in PATHS)
+
+
+async def test_each_paths_knobs_are_handed_to_its_own_owner_a_fifth_paths_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The board's table is built from the registry: every knob naming a `retune` keyword is turned on its path's
+    owner (whole numbers where the knob says so), with no per-knob entry written anywhere else."""
+    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+    async with LifespanManager(app):
+        lab: Lab = app.state.lab
+        turnable = {knob.setting for path in PATHS for knob in path.knobs if knob.retune}
+        assert set(lab.knobs.specs) - {knob.setting for knob in BOX_KNOBS} == turnable
+        assert "naive_memory_guard" not in lab.knobs.specs  # measured at start-up: not turnable live
+        retuned: list[dict[str, float]] = []
+        monkeypatch.setattr(lab.batcher, "retune", lambda **change: retuned.append(change))
+        lab.knobs.turn("batch_max", 5.0)
+        lab.knobs.turn("batch_window_s", 0.05)
+        assert retuned == [{"max_size": 5}, {"window_s": 0.05}] and isinstance(retuned[0]["max_size"], int)
+        before = lab.adaptive.target_s
+        lab.knobs.turn("adaptive_target_reviews", 3.0)  # from 1.5: a fraction-taking knob, passed as it is
+        assert lab.adaptive.target_s == pytest.approx(2 * before)
+        extra = LastInFirstOut()
+        appliers = path_appliers((*lab.paths, extra))
+        appliers["lifo_depth"](7.9)
+        assert extra.depths == [7] and isinstance(extra.depths[0], int)

@@ -6,42 +6,50 @@ with the reason, on a server the box does not slow or cap). Not turnable live (y
 guard (it measures an inference's memory at start-up).
 """
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from app.boxed.knobs import box_appliers
 from app.boxed.speed import SpeedLoop
 from app.knobs.board import Apply, KnobBoard
 from app.knobs.instructor import instructor_token
 from app.memory.guard import MemoryGuard
-from app.paths.adaptive import AdaptiveGate
-from app.paths.batched import MicroBatcher
-from app.paths.limited import SeatGate
-from app.paths.registry import Knob, every_knob
-from app.paths.tickets import TicketService
+from app.paths.registry import Knob, LabPath, every_knob
 from app.settings import Settings
+
+
+@runtime_checkable
+class Retunable(Protocol):
+    """A path owner an instructor can turn: `retune(seats=8)`, one keyword per knob (the registry's `retune`)."""
+
+    def retune(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+def path_appliers(paths: Sequence[LabPath]) -> dict[str, Apply]:
+    """Each registered knob that names a `retune` keyword, handed to its own path's owner: a new path's knobs
+    need no entry here."""
+    appliers: dict[str, Apply] = {}
+    for path in paths:
+        for knob in path.spec.knobs:
+            if knob.retune and isinstance(path, Retunable):
+                appliers[knob.setting] = applier(path, knob)
+    return appliers
+
+
+def applier(owner: Retunable, knob: Knob) -> Apply:
+    return lambda value: owner.retune(**{knob.retune: int(value) if knob.whole else value})
 
 
 def knob_board(
     settings: Settings,
-    gate: SeatGate,
-    batcher: MicroBatcher,
-    tickets: TicketService,
-    adaptive: AdaptiveGate,
+    paths: Sequence[LabPath],
     file: Path | None,
     speed: SpeedLoop | None = None,
     guard: MemoryGuard | None = None,
 ) -> KnobBoard:
     """The board for one lab, with the values a previous run left already applied."""
-    appliers: dict[str, Apply] = {
-        "limited_seats": lambda v: gate.retune(seats=int(v)),
-        "limited_max_wait_s": lambda v: gate.retune(max_wait_s=v),
-        "batch_window_s": lambda v: batcher.retune(window_s=v),
-        "batch_max": lambda v: batcher.retune(max_size=int(v)),
-        "batch_max_wait_s": lambda v: batcher.retune(max_wait_s=v),
-        "queue_max_jobs": lambda v: tickets.retune(queue_max_jobs=int(v)),
-        "adaptive_target_reviews": lambda v: adaptive.retune(target_reviews=v),
-        "adaptive_interval_reviews": lambda v: adaptive.retune(interval_reviews=v),
-    }
+    appliers = path_appliers(paths)
     box, absent = box_appliers(settings.box_state, speed, guard)
     appliers |= box
     knobs: list[Knob] = [knob for knob in every_knob().values() if knob.setting in appliers]

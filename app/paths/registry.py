@@ -25,6 +25,10 @@ class Knob:
     label: str  # Korean, after its path's mark (or "상자:"), with the unit the instructor types (bytes: MiB)
     limit: str = ""  # the key of limits() and of the page's data-limit spans that quote it ("" for none)
     scale: float = 1  # those spans show value × scale (1000: seconds as ms), rounded unless 1
+    # How a running lab turns it: the keyword of its path owner's `retune` ("" = not turnable live), and
+    # whether the owner takes whole numbers (seats, jobs, a batch's size) or any fraction.
+    retune: str = ""
+    whole: bool = False
 
     def allows(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -119,17 +123,18 @@ PATHS: tuple[PathSpec, ...] = (
         "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
         ("seats_full", "waited_too_long"),
         (
-            Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats"),
-            Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s"),
+            Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats", retune="seats", whole=True),
+            Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s", retune="max_wait_s"),
         ),
         gives_up=REFUSED_REQUESTS, seats=True,
     ),
     PathSpec(
         "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
         (
-            Knob("batch_window_s", 0, 1, "s", "모으는 시간 (초)", "window_ms", 1000),
-            Knob("batch_max", 1, 64, "reviews", "최대 묶음 (개)", "batch_max"),
-            Knob("batch_max_wait_s", 0, 120, "s", "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s"),
+            Knob("batch_window_s", 0, 1, "s", "모으는 시간 (초)", "window_ms", 1000, retune="window_s"),
+            Knob("batch_max", 1, 64, "reviews", "최대 묶음 (개)", "batch_max", retune="max_size", whole=True),
+            Knob("batch_max_wait_s", 0, 120, "s", "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s",
+                 retune="max_wait_s"),
         ),
         gives_up=GivesUp(
             "포기한 것: 각자의 빠른 답. 묶음(평균 {mean_batch}개)이 모여 출발하고, "
@@ -139,7 +144,10 @@ PATHS: tuple[PathSpec, ...] = (
     ),
     PathSpec(
         "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
-        (Knob("queue_max_jobs", 1, 1000, "jobs", "번호표 상한 (장)", "queue_max_jobs"),),
+        (
+            Knob("queue_max_jobs", 1, 1000, "jobs", "번호표 상한 (장)", "queue_max_jobs",
+                 retune="queue_max_jobs", whole=True),
+        ),
         gives_up=GivesUp(
             "포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, "
             "결과까지 p95 {p95}[, 약속보다 평균 {eta_late}초]"
@@ -150,9 +158,9 @@ PATHS: tuple[PathSpec, ...] = (
         ("over_target",),
         (
             Knob("adaptive_target_reviews", 0.5, 10, "reviews", "서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
-                 "adaptive_target_reviews"),
+                 "adaptive_target_reviews", retune="target_reviews"),
             Knob("adaptive_interval_reviews", 1, 60, "reviews", "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
-                 "adaptive_interval_reviews"),
+                 "adaptive_interval_reviews", retune="interval_reviews"),
         ),
         gives_up=GivesUp(
             "포기한 것: 공정함. {refused}/{size}개 거절(가장 늦은 거절 {slowest_429}), 줄이 서 있으면 새로 온 요청부터 "
