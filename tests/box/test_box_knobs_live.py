@@ -70,27 +70,34 @@ def test_the_cap_of_a_real_box_is_its_cgroups_limit_and_the_next_incarnation_kee
         assert stats["knobs"]["values"]["memory_cap_bytes"] == 900 * MIB
 
 
+NEW_TARGET_S = 2.0  # from slowed(0.5)
+
+
 def test_a_new_target_reaches_the_speed_loop_and_every_view_at_once() -> None:
     with live_server(**slowed(0.5)) as server:
         text = "목표가 바뀐 상자"
         reviews = [httpx.post(f"{server.url}/api/limited/predict", json={"text": f"{text} {i}"}) for i in range(3)]
         before = httpx.get(f"{server.url}/api/model").json()["box"]["speed"]
-        turned = httpx.put(f"{server.url}/api/knobs/box_seconds_per_review", json={"value": 1.0}, headers=token(server))
+        turned = httpx.put(
+            f"{server.url}/api/knobs/box_seconds_per_review", json={"value": NEW_TARGET_S}, headers=token(server)
+        )
         assert turned.status_code == 200, turned.text
         model = httpx.get(f"{server.url}/api/model").json()["box"]
         stats = httpx.get(f"{server.url}/api/stats").json()
         metrics = httpx.get(f"{server.url}/metrics").text
         later = [httpx.post(f"{server.url}/api/limited/predict", json={"text": f"{text} +{i}"}) for i in range(3)]
-    assert model["speed"]["target_s"] == stats["box"]["speed"]["target_s"] == 1.0
-    assert stats["knobs"]["values"]["box_seconds_per_review"] == 1.0 and "target_s" not in model["calibration"]
-    assert "review_box_target_seconds 1.0" in metrics
+    assert model["speed"]["target_s"] == stats["box"]["speed"]["target_s"] == NEW_TARGET_S
+    assert stats["knobs"]["values"]["box_seconds_per_review"] == NEW_TARGET_S and "target_s" not in model["calibration"]
+    assert f"review_box_target_seconds {NEW_TARGET_S}" in metrics
     assert 'review_knob_changes_total{knob="box_seconds_per_review"} 1.0' in metrics
-    # Burning: half the share of the core at twice the target, at once (unless the loop's own step came between).
-    if model["speed"]["adjustments"] == before["adjustments"]:
-        assert model["speed"]["cpu_fraction"] == pytest.approx(before["cpu_fraction"] / 2, abs=1e-4)
+    # Burning: a quarter of the share of the core at four times the target, at once (unless the loop's own step
+    # came between, or the share reached its floor).
+    if model["speed"]["adjustments"] == before["adjustments"] and not model["speed"]["at_bound"]:
+        assert model["speed"]["cpu_fraction"] == pytest.approx(before["cpu_fraction"] * 0.5 / NEW_TARGET_S, abs=1e-4)
     assert all(r.status_code == 200 for r in reviews + later)
     ratio = statistics.median(infer_s(r) for r in later) / statistics.median(infer_s(r) for r in reviews)
-    # About 2 on a quiet host; three reviews on a loaded one gave 1.23 (CI, 2026-12-01): slower, not how much.
+    # Four times the target: about 4 on a quiet host. Twice (1.0 s) gave 1.23 on a loaded CI host (2026-12-01), and
+    # 1.02 on a host whose other core was busy (2026-12-03): the reviews took longer than both targets there.
     assert ratio > 1.1
 
 
