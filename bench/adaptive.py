@@ -30,8 +30,7 @@ from bench.adaptive_curve import write as write_curve
 from bench.bursts import machine
 from bench.cores import bench_core, keep_off
 from bench.load import LoadConfig, LoadResult, percentile, run_load, summarize
-from bench.peer import PinnedServer, one_at_a_time
-from bench.peer_report import LAB_LIMITED
+from bench.peer import PinnedServer, measured_capacity
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
 BURSTS_OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"
@@ -39,17 +38,6 @@ COMPARED = ("limited", "batched", "adaptive")  # the lane's direct paths that re
 MULTIPLES = (0.5, 1.0, 2.0, 5.0)
 BURSTS = (12, 50)
 CLIENT_TIMEOUT_S = 30.0
-
-
-def capacity_per_s(args: argparse.Namespace, scratch: Path) -> tuple[float, float]:
-    """(reviews per second one at a time, mean seconds per review) on the pinned core, measured now."""
-    with PinnedServer(LAB_LIMITED, args.model_dir, args.core, scratch, Path(sys.executable)) as server:
-        result = one_at_a_time(server.url, LAB_LIMITED, args.one_count, args.seed)
-    served = [o.latency_s for o in result.outcomes if o.category == "ok"]
-    if not served:
-        raise RuntimeError("no review was answered one at a time: no capacity to scale the streams by")
-    mean_s = sum(served) / len(served)
-    return 1 / mean_s, mean_s
 
 
 def measured(path: str, config: LoadConfig, args: argparse.Namespace, scratch: Path) -> LoadResult:
@@ -154,8 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for run in range(1, args.repeats + 1):
-        with tempfile.TemporaryDirectory() as scratch:
-            capacity, one_s = capacity_per_s(args, Path(scratch))
+        capacity, one_s = measured_capacity(args.model_dir, args.core, args.one_count, args.seed)
         for multiple in args.multiples:
             order = args.paths[run % len(args.paths) :] + args.paths[: run % len(args.paths)]  # each goes first
             for path in order:
@@ -191,8 +178,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps(line, ensure_ascii=False), flush=True)
     print(f"\nMeasured {started:%Y-%m-%d %H:%M} UTC on {host}; Poisson streams, {CLIENT_TIMEOUT_S:g} s client timeout.")
     print(table(rows))
-    print(f"\n{CURVE.relative_to(PROJECT_ROOT)}, the page's cost curve, from the newest run's medians:")
-    print(tables(write_curve()))
+    # The page's curve follows the committed rows only; rows written elsewhere get a curve beside them.
+    curve = CURVE if args.out == OUT else args.out.with_suffix(".curve.json")
+    print(f"\n{curve}, the cost curve, from the newest run's medians:")
+    print(tables(write_curve(args.out, args.bursts_out, curve)))
 
 
 if __name__ == "__main__":

@@ -267,17 +267,19 @@ def lab_shape(args: argparse.Namespace) -> str:
     return f"one review in {shape['one_review']} per call, a batch in {shape['batch']} ({shape['source']})"
 
 
-def measured_capacity(args: argparse.Namespace) -> float:
-    """Reviews per second on the pinned core, one at a time through the lab's ② (HTTP included), measured now."""
+def measured_capacity(model_dir: Path, core: int, count: int, seed: int) -> tuple[float, float]:
+    """(reviews per second, mean seconds per review) on the pinned core, one at a time through the lab's ②
+    (HTTP included), measured now: what `--measure-capacity` and bench.adaptive scale their loads by."""
     with (
         tempfile.TemporaryDirectory() as scratch,
-        PinnedServer(LAB_LIMITED, args.model_dir, args.core, Path(scratch), args.infinity_python) as server,
+        PinnedServer(LAB_LIMITED, model_dir, core, Path(scratch), Path()) as lab,
     ):
-        result = one_at_a_time(server.url, LAB_LIMITED, args.one_count, args.seed)
+        result = one_at_a_time(lab.url, LAB_LIMITED, count, seed)
     served = [o.latency_s for o in result.outcomes if o.category == "ok"]
     if not served:
         raise RuntimeError("no review was answered one at a time: no capacity to scale the loads by")
-    return len(served) / sum(served)
+    mean_s = sum(served) / len(served)
+    return 1 / mean_s, mean_s
 
 
 def capacity_from_curve(path: Path) -> float:
@@ -326,7 +328,12 @@ def main() -> None:
     if INFINITY in args.servers and not args.infinity_python.exists():
         parser.error(f"{args.infinity_python} missing: `just setup-infinity` installs the extra `infinity` there")
     keep_off(args.core)  # the client runs beside the servers, never on their core
-    capacity = args.capacity or (measured_capacity(args) if args.measure_capacity else capacity_from_curve(CURVE))
+    if args.capacity:
+        capacity = args.capacity
+    elif args.measure_capacity:
+        capacity, _ = measured_capacity(args.model_dir, args.core, args.one_count, args.seed)
+    else:
+        capacity = capacity_from_curve(CURVE)
     started, load_at_start = datetime.now(UTC), os.getloadavg()
     shape = lab_shape(args)  # also measures and caches the shape if this host has not yet: before any timing
     probe = long_review_probe(args) if args.long_probe else []
