@@ -18,7 +18,7 @@ from typing import Any
 
 from app.paths.registry import spec
 from app.settings import PROJECT_ROOT
-from bench.batching import CPU_KO
+from bench.batching import host_ko
 
 STREAMS = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
 BURSTS = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"
@@ -79,14 +79,6 @@ def grouped(rows: list[dict[str, Any]], key: str) -> list[list[dict[str, Any]]]:
     for row in rows:
         groups.setdefault((row["path"], row[key]), []).append(row)
     return [groups[k] for k in sorted(groups, key=lambda k: (spec(k[0]).number, k[1]))]
-
-
-def host_ko(host: str) -> str:
-    """The row's host in Korean words, e.g. "vm (2 CPUs, …) (AMD EPYC), …" → 실습 서버(코어 2개, 에이엠디 에픽, …)."""
-    cores = re.search(r"(\d+) CPUs", host)
-    brand = " ".join(CPU_KO[w] for w in re.split(r"[\s(),]+", host) if w in CPU_KO)
-    parts = [f"코어 {cores[1]}개" if cores else "", brand, "그래픽카드 없음"]
-    return f"실습 서버({', '.join(p for p in parts if p)})"
 
 
 def curve(streams: list[dict[str, Any]], bursts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ last this process may use, `--core` to choose). Writes the curves the page draws
 import argparse
 import json
 import os
+import re
 import statistics
 import time
 from datetime import UTC, datetime
@@ -136,10 +137,16 @@ def curve(name: str, model: RerankerModel, texts: list[str], sizes: tuple[int, .
     }
 
 
-def host_ko() -> str:
-    """This host in Korean words: cores, the CPU's brand, no graphics card."""
-    brand = " ".join(CPU_KO[w] for w in cpu_model().replace("(R)", " ").replace("(TM)", " ").split() if w in CPU_KO)
-    return f"실습 서버(코어 {os.cpu_count()}개{', ' + brand if brand else ''}, 그래픽카드 없음)"
+def host_ko(host: str | None = None) -> str:
+    """A host in Korean words, from a report's host line ("vm (2 CPUs, …) (AMD EPYC), …"; this one by default):
+    cores, the CPU's brand, no graphics card."""
+    host = host if host is not None else f"{os.cpu_count()} CPUs {cpu_model()}"
+    cores = re.search(r"(\d+) CPUs", host)
+    brand = " ".join(
+        CPU_KO[w] for w in re.split(r"[\s(),]+", host.replace("(R)", " ").replace("(TM)", " ")) if w in CPU_KO
+    )
+    parts = [f"코어 {cores[1]}개" if cores else "", brand, "그래픽카드 없음"]
+    return f"실습 서버({', '.join(p for p in parts if p)})"
 
 
 def main() -> None:
