@@ -1,7 +1,7 @@
 // One panel of ③'s "where does batching pay?" figure: seconds per model call against batch size n,
 // the measured points, their fit a + b·n, the dashed "n reviews one at a time" line, and any extra points.
 import { svgEl } from "./dom.js";
-import { niceTicks, tickLabel } from "./ticks.js";
+import { drawYTicks, niceTicks } from "./ticks.js";
 
 const W = 320, H = 230, LEFT = 46, RIGHT = 10, TOP = 26, BOTTOM = 40;
 
@@ -28,10 +28,7 @@ export function drawPanel(panel) {
     "data-model": panel.model, "data-a-s": panel.fit.a, "data-b-s": panel.fit.b, "data-y-ticks": ticks.join(" "),
   });
   svg.append(svgEl("text", { x: LEFT, y: 14, "font-size": 12, "font-weight": "bold" }, panel.title));
-  for (const tick of ticks) {
-    svg.append(svgEl("line", { x1: LEFT, y1: y(tick), x2: W - RIGHT, y2: y(tick), stroke: tick ? "#eee" : "#999" }));
-    svg.append(svgEl("text", { x: LEFT - 4, y: y(tick) + 4, "text-anchor": "end", "font-size": 10, class: "y-tick" }, tickLabel(tick, step)));
-  }
+  drawYTicks(svg, { ticks, step }, y, LEFT, W - RIGHT);
   svg.append(svgEl("line", { x1: LEFT, y1: TOP, x2: LEFT, y2: y(0), stroke: "#999" }));
   const xStep = xMax > 10 ? 2 : 1;
   for (let n = 1; n <= xMax; n += xStep) {

@@ -3,7 +3,7 @@
 // medians of its repeats), and what bursts of 12 and 50 got. Ratios, so no number here depends on the host's speed.
 import { el, svgEl } from "./dom.js";
 import { pathNamed } from "./paths.js";
-import { niceTicks, tickLabel } from "./ticks.js";
+import { drawYTicks, niceTicks } from "./ticks.js";
 
 const W = 320, H = 230, LEFT = 40, RIGHT = 12, TOP = 26, BOTTOM = 40;
 const COLORS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7"]; // Okabe-Ito, in the order the data lists paths
@@ -34,10 +34,7 @@ function panel({ title, unit, series, multiples, value, reference }) {
   const y = (v) => TOP + (1 - v / top.top) * (H - TOP - BOTTOM);
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "curve-svg", "aria-label": title });
   svg.append(svgEl("text", { x: LEFT, y: 14, "font-size": 12, "font-weight": "bold" }, title));
-  for (const tick of top.ticks) {
-    svg.append(svgEl("line", { x1: LEFT, y1: y(tick), x2: W - RIGHT, y2: y(tick), stroke: tick ? "#eee" : "#999" }));
-    svg.append(svgEl("text", { x: LEFT - 4, y: y(tick) + 4, "text-anchor": "end", "font-size": 10 }, tickLabel(tick, top.step)));
-  }
+  drawYTicks(svg, top, y, LEFT, W - RIGHT);
   for (const m of multiples) {
     svg.append(svgEl("text", { x: x(m), y: H - BOTTOM + 14, "text-anchor": "middle", "font-size": 10 }, `${m}×`));
   }

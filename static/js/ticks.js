@@ -1,4 +1,6 @@
-// Round axis ticks, computed from the data: 0, 0.5, 1, 1.5 … or 0, 2, 4 … (steps of 1, 2 or 5 × 10^k).
+// Round axis ticks, computed from the data: 0, 0.5, 1, 1.5 … or 0, 2, 4 … (steps of 1, 2 or 5 × 10^k),
+// and the figures' one way to draw them.
+import { svgEl } from "./dom.js";
 
 /** The round step that covers 0..max in at most `most` steps. */
 export function niceStep(max, most = 5) {
@@ -31,4 +33,13 @@ export function tickLabel(value, step) {
 function roundTo(value, step) {
   const digits = stepDecimals(step) + 1;
   return Number(value.toFixed(digits));
+}
+
+/** Draws `{ticks, step}` into `svg` from x `left` to `right`: a light grid line per tick (the zero line darker)
+ *  and its label left of the axis; `y` maps a value to its height. */
+export function drawYTicks(svg, { ticks, step }, y, left, right) {
+  for (const tick of ticks) {
+    svg.append(svgEl("line", { x1: left, y1: y(tick), x2: right, y2: y(tick), stroke: tick ? "#eee" : "#999" }));
+    svg.append(svgEl("text", { x: left - 4, y: y(tick) + 4, "text-anchor": "end", "font-size": 10, class: "y-tick" }, tickLabel(tick, step)));
+  }
 }
