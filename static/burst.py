@@ -6,7 +6,7 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
     curl -O http://BOX:8000/static/burst.py
     python3 burst.py http://BOX:8000 12            # each of the four paths in turn
     python3 burst.py http://BOX:8000/api 50 limited    # the API base works too; naive | batched | tickets | 1-4
-    python3 burst.py http://BOX:8000 12 adaptive       # ⑤, beyond the handout (or 5)
+    python3 burst.py http://BOX:8000 12 adaptive       # ⑤, beyond the handout (or 5): any path the box serves
     python3 burst.py http://BOX:8000 12 --json rows.json
     python3 burst.py http://BOX:8000 12 limited --retry   # the refused come back after Retry-After (3 times at most)
     python3 burst.py https://BOX:8443 12 -k            # the classroom front, whose certificate is its own CA's
@@ -14,7 +14,8 @@ Standard library only (Python 3.9+), so it runs on any student laptop:
 The address may be the box's root or its API base (`$B` in the handout), with or without a
 trailing slash. Before firing, one GET of the box's sample reviews checks that the address is
 a review lab: if nothing answers or it answers 404, burst.py says which URL it tried and what
-to pass instead, and fires nothing.
+to pass instead, and fires nothing. Then it asks the box which paths it serves (GET /api/paths):
+the handout's four are built in, a path beyond the handout is learned from the box.
 
 Unlike a browser (at most six connections per server), every request here gets its own
 thread and its own connection, released together by a barrier: a truly simultaneous burst.
@@ -46,15 +47,27 @@ from dataclasses import asdict, dataclass, field
 from email.message import Message
 from typing import Any
 
-PATHS: dict[str, tuple[str, str]] = {
-    "naive": ("① naive", "/api/naive/predict"),
-    "limited": ("② limited", "/api/limited/predict"),
-    "batched": ("③ batched", "/api/batched/predict"),
-    "tickets": ("④ tickets", "/api/queue/jobs"),
-    "adaptive": ("⑤ adaptive", "/api/adaptive/predict"),
+
+@dataclass(frozen=True)
+class BoxPath:
+    """One path a box serves: its place (① = 1), its label, where a review is POSTed, whether the answer is a
+    ticket to follow (202) rather than the result, and whether it is one of the printed handout's four."""
+
+    number: int
+    label: str
+    route: str
+    ticket: bool = False
+    handout: bool = True
+
+
+# The printed handout's four, which every lab box serves. A path beyond the handout is learned from the box
+# (`learn_paths`) before a burst, so a new path on the box needs no new burst.py; `all` fires the handout's.
+PATHS: dict[str, BoxPath] = {
+    "naive": BoxPath(1, "① naive", "/api/naive/predict"),
+    "limited": BoxPath(2, "② limited", "/api/limited/predict"),
+    "batched": BoxPath(3, "③ batched", "/api/batched/predict"),
+    "tickets": BoxPath(4, "④ tickets", "/api/queue/jobs", ticket=True),
 }
-PATH_ALIASES = {"1": "naive", "2": "limited", "3": "batched", "4": "tickets", "5": "adaptive"}
-BEYOND_HANDOUT = {"adaptive"}  # fired only when named: `all` is the handout's four paths
 
 # Used only when the box's own samples (GET /api/samples) cannot be read.
 FALLBACK_REVIEWS = [
@@ -117,7 +130,7 @@ class Row:
 
     @property
     def served(self) -> bool:
-        return self.job_status == "done" if self.path == "tickets" else self.status == 200
+        return self.job_status == "done" if PATHS[self.path].ticket else self.status == 200
 
 
 @dataclass
@@ -258,6 +271,47 @@ def check_box(root: str, timeout_s: float = 10.0) -> list[str]:
     return texts or FALLBACK_REVIEWS
 
 
+def paths_from(listed: Any) -> dict[str, BoxPath]:
+    """The box's GET /api/paths answer as burst.py's table; entries it cannot read are left out."""
+    found: dict[str, BoxPath] = {}
+    for item in listed if isinstance(listed, list) else []:
+        try:
+            found[str(item["name"])] = BoxPath(
+                number=int(unicodedata.numeric(str(item["number"]))),
+                label=str(item["label"]),
+                route=str(item["route"]),
+                ticket=item["answer"] == "ticket",
+                handout=bool(item["handout"]),
+            )
+        except (TypeError, KeyError, ValueError):
+            continue
+    return found
+
+
+def learn_paths(root: str, timeout_s: float = 10.0) -> None:
+    """Add the paths this box serves beyond the handout to `PATHS`; a box that cannot say keeps the four."""
+    try:
+        answer = request_json("GET", root + "/api/paths", timeout_s=timeout_s)
+    except (OSError, ValueError, http.client.HTTPException):
+        return
+    if answer.status == 200:
+        PATHS.update(paths_from(answer.body))
+
+
+def path_named(name: str) -> str | None:
+    """`limited`, `2` or `②` → "limited"; None when this box serves no such path."""
+    by_number = {str(p.number): key for key, p in PATHS.items()}
+    by_number.update({chr(0x2460 + p.number - 1): key for key, p in PATHS.items() if 1 <= p.number <= 20})
+    name = name.strip().lower()
+    return name if name in PATHS else by_number.get(name)
+
+
+def path_choices() -> str:
+    """How the refusal of an unknown path lists this box's: "naive, limited, …, adaptive, 1-5 or all"."""
+    numbers = sorted(p.number for p in PATHS.values())
+    return f"{', '.join(PATHS)}, {numbers[0]}-{numbers[-1]} or all"
+
+
 def distinct_texts(reviews: list[str], n: int, tag: str) -> list[str]:
     """N different texts; the tag keeps them out of the result cache so every one is inferred."""
     return [f"{reviews[i % len(reviews)]} #{tag}-{i + 1}" for i in range(n)]
@@ -304,7 +358,7 @@ def _finish_ticket(row: Row, job: dict[str, Any], headers: Message | None) -> No
 
 def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     """Send one review and fill `row`; a connection error is recorded on the row, never raised."""
-    url = base_url + PATHS[path][1]
+    url = base_url + PATHS[path].route
     row.started_at = time.perf_counter()
     hold = {"Seat-Hold": row.hold_token} if row.hold_token else None
     row.hold_token = None
@@ -329,7 +383,7 @@ def fire_one(base_url: str, path: str, row: Row, timeout_s: float) -> None:
     row.error = body.get("error")
     if isinstance(body.get("top"), dict):
         row.top_topic = body["top"].get("label")
-    if path == "tickets" and answer.status == 202:
+    if PATHS[path].ticket and answer.status == 202:
         row.ticket_ms, row.eta_s = turnaround_ms, body.get("eta_seconds")
         if body.get("status") in ("done", "failed"):  # answered from the cache at once
             _finish_ticket(row, body, answer.headers)
@@ -495,7 +549,7 @@ def status_text(row: Row) -> str:
     text = str(row.status)
     if row.retry_after_s is not None:
         text += f" ↻{row.retry_after_s}s"
-    if row.path == "tickets" and row.status == 202:
+    if PATHS[row.path].ticket and row.status == 202:
         text += f"→{row.job_status or '?'}"
     if row.cache == "hit":
         text += " 캐시"
@@ -520,7 +574,7 @@ TICKET_COLUMNS: list[tuple[str, int, bool, Callable[[Row], str]]] = [
 
 def table(path: str, rows: list[Row], retry: bool = False) -> str:
     """One line per request; with `retry`, every try of a row that came back on the line under it."""
-    columns = COLUMNS[:-1] + (TICKET_COLUMNS if path == "tickets" else []) + COLUMNS[-1:]
+    columns = COLUMNS[:-1] + (TICKET_COLUMNS if PATHS[path].ticket else []) + COLUMNS[-1:]
     lines = ["  ".join(fit(title, w, right) for title, w, right, _ in columns).rstrip()]
     for row in rows:
         lines.append("  ".join(fit(cell(row), w, right) for _, w, right, cell in columns).rstrip())
@@ -532,7 +586,7 @@ def table(path: str, rows: list[Row], retry: bool = False) -> str:
 def summary_line(s: Summary) -> str:
     counts = " ".join(f"{status}×{n}" for status, n in sorted(s.counts.items()))
     parts = [
-        f"{PATHS[s.path][0]}: {counts}",
+        f"{PATHS[s.path].label}: {counts}",
         f"처리 {s.served}/{s.size}",
         f"왕복 p50 {ms(s.p50_ms)} p95 {ms(s.p95_ms)}",
         f"처리량 {s.throughput:.2f}건/s" if s.throughput is not None else "처리량 -",
@@ -604,7 +658,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "path",
         nargs="?",
         default="all",
-        help="naive | limited | batched | tickets | adaptive | 1-5 | all (기본: 교재의 네 경로를 차례로)",
+        help="naive | limited | batched | tickets | 1-4 | all (기본: 교재의 네 경로를 차례로); "
+        "상자에 교재 밖 경로가 있으면 그 이름이나 번호도 (예: adaptive 또는 5)",
     )
     parser.add_argument("--same", action="store_true", help="같은 리뷰를 N번 (캐시 보기)")
     parser.add_argument("--json", metavar="FILE", help="요청별 원자료를 JSON으로 저장 (- 는 표준 출력)")
@@ -622,9 +677,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "-k", "--insecure", action="store_true", help="https 인증서를 확인하지 않음 (수업용 주소의 자체 인증서)"
     )
     args = parser.parse_args(argv)
-    args.path = PATH_ALIASES.get(args.path, args.path)
-    if args.path != "all" and args.path not in PATHS:
-        parser.error(f"unknown path {args.path!r}: choose naive, limited, batched, tickets, adaptive, 1-5 or all")
     if not 1 <= args.n <= 200:
         parser.error("n must be between 1 and 200")
     if not 0 <= args.retry <= 10:
@@ -639,12 +691,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.insecure:
         trust_any_certificate()
     base_url = box_root(args.url)
-    paths = [p for p in PATHS if p not in BEYOND_HANDOUT] if args.path == "all" else [args.path]
     try:
         reviews = check_box(base_url)
     except NotALab as exc:
         print(exc, file=sys.stderr)
         return 1
+    learn_paths(base_url)
+    chosen = path_named(args.path)
+    if args.path != "all" and chosen is None:
+        print(f"burst.py: error: unknown path {args.path!r}: this box serves {path_choices()}", file=sys.stderr)
+        return 2
+    paths = [key for key, p in PATHS.items() if p.handout] if chosen is None else [chosen]
     run_tag = "".join(random.choice(string.ascii_lowercase) for _ in range(3))
     report: dict[str, Any] = {"base_url": base_url, "n": args.n, "bursts": []}
     answered = 0
@@ -654,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_idle(base_url)
         texts = [reviews[0]] * args.n if args.same else distinct_texts(reviews, args.n, f"{run_tag}{path[0]}")
         again = f", 거절되면 최대 {args.retry}번 다시 오기" if args.retry else ""
-        print(f"\n{PATHS[path][0]} — {args.n}개 동시 발사{again} → {base_url}{PATHS[path][1]}", file=out, flush=True)
+        fired = PATHS[path]
+        print(f"\n{fired.label} — {args.n}개 동시 발사{again} → {base_url}{fired.route}", file=out, flush=True)
         rows = fire_burst(base_url, path, texts, timeout_s=args.timeout, retries=args.retry)
         summary = summarize(path, rows, retry=args.retry > 0)
         answered += sum(1 for r in rows if r.status is not None)

@@ -24,7 +24,7 @@ SECONDS_PER_REVIEW = 0.3
 FLOOR_S = 0.5 * SECONDS_PER_REVIEW
 PYENV_39 = sorted(Path.home().glob(".pyenv/versions/3.9*/bin/python3.9"))
 TABLE_ROW = re.compile(r"^\s*(\d+)\s{2}")
-SUMMARY = re.compile(r"^(?P<label>[①②③④] \w+): (?P<counts>(?:\S+×\d+ ?)+) \|")
+SUMMARY = re.compile(r"^(?P<label>[①-⑳] \w+): (?P<counts>(?:\S+×\d+ ?)+) \|")
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +180,27 @@ def test_runs_on_the_oldest_python_a_students_mac_may_have(server: LiveServer) -
 
 
 def test_bad_arguments_are_refused_with_usage() -> None:
-    result = run_burst("http://127.0.0.1:1", "12", "fastest")
-    assert result.returncode == 2 and "unknown path" in result.stderr
+    result = run_burst("http://127.0.0.1:1", "500", "limited")
+    assert result.returncode == 2 and "n must be between 1 and 200" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_path_the_box_does_not_serve_is_refused_with_the_boxs_own_list(server: LiveServer) -> None:
+    result = run_burst(server.url, "12", "fastest")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "unknown path 'fastest': this box serves naive, limited, batched, tickets, adaptive, 1-5 or all" in (
+        result.stderr
+    )
+    assert table_indexes(result.stdout) == []
+
+
+@pytest.mark.slow
+def test_a_path_beyond_the_handout_is_learned_from_the_box_and_fired_by_its_number(server: LiveServer) -> None:
+    result = run_burst(server.url, "3", "5")
+    assert result.returncode == 0, result.stderr
+    assert f"⑤ adaptive — 3개 동시 발사 → {server.url}/api/adaptive/predict" in result.stdout
+    (counts,) = summaries(result.stdout).values()
+    assert list(summaries(result.stdout)) == ["⑤ adaptive"] and sum(counts.values()) == 3
 
 
 def test_korean_columns_stay_aligned(burst: ModuleType) -> None:

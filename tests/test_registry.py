@@ -75,11 +75,13 @@ def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() ->
     assert len(routes()) == len({p.name for p in PATHS}) == len(PATHS)
 
 
-def test_students_burst_py_lists_the_registered_paths() -> None:
-    """static/burst.py stays standard-library only for students, so it keeps its own copy: held to the registry."""
+def test_students_burst_py_knows_the_handouts_four_as_the_registry_does() -> None:
+    """static/burst.py stays standard-library only for students: it keeps the printed handout's four (held to the
+    registry here) and learns any other path from the box."""
     burst = students_burst()
-    assert {p.name: (p.label, p.route) for p in PATHS} == burst.PATHS
-    assert {str(p.number): p.name for p in PATHS} == burst.PATH_ALIASES
+    handout = {p.name: (p.number, p.label, p.route, p.answer == "ticket") for p in PATHS if p.handout}
+    assert {name: (b.number, b.label, b.route, b.ticket) for name, b in burst.PATHS.items()} == handout
+    assert [p.name for p in PATHS if not p.handout] == ["adaptive"]  # the page marks it beyond the handout
 
 
 def test_every_knob_is_a_setting_whose_default_is_within_its_bounds() -> None:
@@ -177,10 +179,36 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
         "gives_up": dataclasses.asdict(REFUSED_REQUESTS),  # a path that refuses gives up requests, unless it says
         "batches": False,
         "seats": False,
+        "handout": False,
     }
     knobs = page_block(html, "lab-knobs")
     assert isinstance(knobs, dict)
     assert knobs["lifo_depth"] == {"name": "⑥ 쌓는 깊이 (개)", "unit": "reviews", "limit": "lifo_depth", "scale": 1}
+
+
+async def test_burst_py_learns_a_fifth_path_from_the_box_and_fires_it_by_name_or_number(
+    fifth: tuple[httpx.AsyncClient, LastInFirstOut], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = fifth
+    listed = (await client.get("/api/paths")).json()
+    assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
+    burst = students_burst()
+    monkeypatch.setattr(burst, "PATHS", dict(burst.PATHS))  # the module is shared: learn into a copy
+    burst.PATHS.update(burst.paths_from(listed))
+    assert burst.PATHS["lifo"] == burst.BoxPath(6, "⑥ lifo", "/api/lifo/predict", ticket=False, handout=False)
+    assert burst.PATHS["adaptive"].number == 5 and not burst.PATHS["adaptive"].handout
+    assert burst.PATHS["tickets"].ticket
+    assert burst.path_named("6") == burst.path_named("⑥") == burst.path_named("LIFO") == "lifo"
+    assert burst.path_named("fastest") is None
+    assert burst.path_choices().endswith("adaptive, lifo, 1-6 or all")
+
+
+def test_burst_py_reads_what_it_can_of_a_paths_answer() -> None:
+    """An entry it cannot read is left out, never raised: a box's odd answer must not stop a burst of the four."""
+    burst = students_burst()
+    good = {"name": "x", "number": "⑦", "label": "⑦ x", "route": "/api/x", "answer": "direct", "handout": False}
+    assert list(burst.paths_from([good, {"name": "y"}, "z", {**good, "name": "w", "number": "?"}])) == ["x"]
+    assert burst.paths_from({"detail": "Not Found"}) == {}
 
 
 def page_block(html: str, name: str) -> object:

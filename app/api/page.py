@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
-from typing import TypedDict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel
+from typing_extensions import TypedDict  # pydantic reads it as a response model on Python 3.11 too
 
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts
@@ -48,7 +48,7 @@ class PagePath(TypedDict):
     (app/paths/registry.py's `GivesUp`: `said`, `none_refused`, `counts_refusals`); `batches`: its answers
     carry X-Batch-Size, so the summary shows the mean batch;
     `seats`: its /api/stats entry has `seats_taken` and `capacity`, shown on the panel's seats line;
-    `blurb`: the words beside its radio.
+    `blurb`: the words beside its radio; `handout`: one of the printed handout's four (`burst.py … all` fires those).
     """
 
     name: str
@@ -60,6 +60,7 @@ class PagePath(TypedDict):
     gives_up: dict[str, str | bool]
     batches: bool
     seats: bool
+    handout: bool
 
 
 def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
@@ -79,6 +80,7 @@ def page_paths(specs: Sequence[PathSpec], settings: Settings) -> list[PagePath]:
             gives_up=asdict(p.gives_up),
             batches=p.batches,
             seats=p.seats,
+            handout=p.handout,
         )
         for p in specs
     ]
@@ -135,6 +137,13 @@ async def instructor_page(request: Request, token: str | None = None) -> HTMLRes
     """The instructor's knobs; only with the token the box printed at start-up (else 403, nothing shown)."""
     get_lab(request).knobs.allowed(token)
     return templates.TemplateResponse(request=request, name="instructor.html", context={}, headers=PRIVATE_PAGE)
+
+
+@router.get("/api/paths", summary="The box's paths, in order: what the page and burst.py fire at, and how each answers")
+async def paths(request: Request) -> list[PagePath]:
+    """burst.py learns a path beyond the handout here, so a new path needs no edit to the students' script."""
+    lab = get_lab(request)
+    return page_paths([path.spec for path in lab.paths], lab.settings)
 
 
 @router.get("/api/samples", summary="The sample reviews the burst page and burst.py fire")

@@ -74,6 +74,7 @@ class PathSpec:
     gives_up: GivesUp = REFUSED_REQUESTS
     batches: bool = False
     seats: bool = False
+    handout: bool = False  # one of the printed handout's four; the rest are marked beyond it
 
     @property
     def mark(self) -> str:
@@ -118,6 +119,7 @@ PATHS: tuple[PathSpec, ...] = (
             "포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 {p95}[ (가장 빠른 답 {fastest})]"
             "[, 메모리 +{memory_mib} MiB][ (상한의 {memory_pct}%까지)]"
         ),
+        handout=True,
     ),
     PathSpec(
         "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
@@ -126,7 +128,7 @@ PATHS: tuple[PathSpec, ...] = (
             Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats", retune="seats", whole=True),
             Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s", retune="max_wait_s"),
         ),
-        gives_up=REFUSED_REQUESTS, seats=True,
+        gives_up=REFUSED_REQUESTS, seats=True, handout=True,
     ),
     PathSpec(
         "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
@@ -140,7 +142,7 @@ PATHS: tuple[PathSpec, ...] = (
             "포기한 것: 각자의 빠른 답. 묶음(평균 {mean_batch}개)이 모여 출발하고, "
             "묶음 안에서는 짧은 리뷰부터 끝나는 대로 답하므로 긴 리뷰는 묶음 끝까지 기다림, p50 {p50}"
         ),
-        batches=True,
+        batches=True, handout=True,
     ),
     PathSpec(
         "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
@@ -152,6 +154,7 @@ PATHS: tuple[PathSpec, ...] = (
             "포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, "
             "결과까지 p95 {p95}[, 약속보다 평균 {eta_late}초]"
         ),
+        handout=True,
     ),
     PathSpec(
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
