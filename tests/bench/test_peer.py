@@ -40,6 +40,14 @@ def test_every_peer_scenario_carries_the_seed() -> None:
     assert {config.seed for config in plans.values()} == {5}
 
 
+def test_the_streams_adaptive_admission_is_judged_on_are_poisson_with_30_s_timeouts() -> None:
+    plans = scenarios(capacity=0.5, duration_s=60.0)
+    streams = {name: config for name, config in plans.items() if "Poisson" in name}
+    assert sorted(config.rate for config in streams.values()) == [0.25, 1.0, 2.5]
+    assert all(config.poisson and config.timeout_s == 30.0 for config in streams.values())
+    assert [name.split(" (")[0] for name in streams] == ["open 2× Poisson", "open 0.5× Poisson", "open 5× Poisson"]
+
+
 def load_result(finished_at: list[float], batch_sizes: list[int] | None = None) -> LoadResult:
     """Requests all due at 0 that answered at `finished_at` seconds."""
     sizes = batch_sizes or [1] * len(finished_at)
