@@ -8,8 +8,8 @@ port := env("LAB_PORT", "8000")
 real_model := "models/bge-reranker-base-int8/model.onnx"
 twin_dir := "models/bge-reranker-base-twin-int8"
 twin_model := twin_dir / "model.onnx"
-# Everything ruff and mypy check: the server, the benchmarks, the tests, the tools and the students' burst.py.
-python_code := "app bench tests tools static/burst.py"
+# Everything ruff and mypy check: the server, the client kit, the benchmarks, the tests, the tools and the students' burst.py.
+python_code := "app kit bench tests tools static/burst.py"
 
 # List the recipes, by group.
 default:
@@ -157,6 +157,31 @@ bench-peer *ARGS: _twin-if-missing setup-infinity
 bench-adaptive *ARGS: _twin-if-missing
     flock -o /tmp/lab-cpu.lock python -m bench.adaptive {{ARGS}}
 
+# ① at the cliff: bursts of 4-16 at ① on a fresh box each, lived or died and the peak, beside the seed's server (docs/box.md; root; ~30 min; ARGS: --help).
+[group('bench')]
+bench-cliff *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.cliff {{ARGS}}
+
+# The box as `just serve` runs it: ① serialized on one core, calibration, deaths at the cap, memory given back (docs/box.md; root; ARGS: --help).
+[group('bench')]
+bench-box *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.box {{ARGS}}
+
+# The box's speed loop live: a CPU hog on its core comes or goes, the median review stays at its target (docs/box.md; ARGS: --help).
+[group('bench')]
+bench-speed *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.speed {{ARGS}}
+
+# ②'s held seats as a policy, in-process with a model that sleeps each review's cost: returners seated, walk-ins refused (docs/overload.md).
+[group('bench')]
+bench-holds *ARGS:
+    python -m bench.holds {{ARGS}}
+
+# ④'s promises when ② and ③ share the lane: bursts of 12 at ②, ③ and ④ together on the default box (docs/tickets.md; ARGS: --help).
+[group('bench')]
+bench-eta-mixed *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.eta_mixed {{ARGS}}
+
 # Infinity for the peer bench in .venv-infinity (it pins numpy<2 and uvicorn<0.33; torch pinned to the CPU build).
 [group('bench')]
 setup-infinity:
@@ -165,7 +190,7 @@ setup-infinity:
 # Open- or closed-loop load at one path, e.g. `just load --path limited --rate 10 --duration 60 --out /tmp/l` (--help).
 [group('bench')]
 load *ARGS:
-    python -m bench.load {{ARGS}}
+    python -m kit.load {{ARGS}}
 
 # Memory under a real 1.2 GiB cgroup cap (root): naive at 12 clients with and without the guard, paths 2-4 at 200 clients, 1,000 queued tickets.
 [group('bench')]

@@ -27,10 +27,10 @@ from app.paths.registry import spec
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.adaptive_curve import CURVE, tables
 from bench.adaptive_curve import write as write_curve
-from bench.bursts import machine
-from bench.cores import bench_core, keep_off
-from bench.load import LoadConfig, LoadResult, percentile, run_load, summarize
 from bench.peer import PinnedServer, measured_capacity
+from kit.cores import bench_core, keep_off
+from kit.host import machine
+from kit.load import LoadConfig, LoadResult, percentile, run_load, summarize
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
 BURSTS_OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.paths.registry import spec
 from app.settings import PROJECT_ROOT
-from bench.batching import host_ko
+from kit.host import host_ko
 
 STREAMS = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
 BURSTS = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"

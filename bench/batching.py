@@ -20,7 +20,6 @@ last this process may use, `--core` to choose). Writes the curves the page draws
 import argparse
 import json
 import os
-import re
 import statistics
 import time
 from datetime import UTC, datetime
@@ -32,16 +31,14 @@ import numpy as np
 from app.engine.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
 from app.engine.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
-from bench.bursts import machine, model_line
-from bench.cores import affinity, bench_core, pin_here
+from kit.cores import affinity, bench_core, pin_here
+from kit.host import host_ko, machine, model_line
 
 TOPICS = PROJECT_ROOT / "app" / "data" / "topics.json"
 TINY_MODEL_DIR = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 SERVED_SIZES, PADDED_SIZES = tuple(range(1, 9)), (2, 4, 8)
 POOL = 8
 REFERENCE_CALLS = 5
-# Brand words in a CPU's name, in Korean, for the page's "측정:" line (every word on the figure is Korean).
-CPU_KO = {"AMD": "에이엠디", "EPYC": "에픽", "Ryzen": "라이젠", "Intel": "인텔", "Xeon": "제온", "Core": "코어"}
 
 
 def samples_by_length() -> list[str]:
@@ -135,18 +132,6 @@ def curve(name: str, model: RerankerModel, texts: list[str], sizes: tuple[int, .
         ],
         "fit": fit_line(list(sizes), [round(s, 4) for s in seconds]),  # the points as written: anyone can refit them
     }
-
-
-def host_ko(host: str | None = None) -> str:
-    """A host in Korean words, from a report's host line ("vm (2 CPUs, …) (AMD EPYC), …"; this one by default):
-    cores, the CPU's brand, no graphics card."""
-    host = host if host is not None else f"{os.cpu_count()} CPUs {cpu_model()}"
-    cores = re.search(r"(\d+) CPUs", host)
-    brand = " ".join(
-        CPU_KO[w] for w in re.split(r"[\s(),]+", host.replace("(R)", " ").replace("(TM)", " ")) if w in CPU_KO
-    )
-    parts = [f"코어 {cores[1]}개" if cores else "", brand, "그래픽카드 없음"]
-    return f"실습 서버({', '.join(p for p in parts if p)})"
 
 
 def main() -> None:

@@ -19,12 +19,13 @@ from typing import Any
 import httpx
 import psutil
 
+from app.engine.callshape import cpu_model
 from app.paths.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
-from bench.fire import fire_one
-from bench.measure import PeakRss, children, timing_s
-from bench.serverproc import free_port, stop_process, wait_healthy
-from bench.speed import host_line, load
+from kit.fire import fire_one
+from kit.host import load_average
+from kit.measure import PeakRss, children, timing_s
+from kit.serverproc import free_port, stop_process, wait_healthy
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
 QUEUEING = [p.name for p in PATHS if p.name != "naive"]  # every path but ①, which the cap kills
@@ -139,7 +140,7 @@ def main() -> None:
     parser.add_argument("--only", default="serial,memory", help="serial, paths, memory, give-back")
     args = parser.parse_args()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    print(json.dumps({"date": started, "host": host_line(), "load_before": load()}), flush=True)
+    print(json.dumps({"date": started, "host": cpu_model(), "load_before": load_average()}), flush=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open("/tmp/lab-bench-box.log", "wb")  # noqa: SIM115

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,13 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-import psutil
 
 from app.paths.registry import PATHS as REGISTERED
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR, Settings
-from bench.fire import BurstReply, fire_burst
-from bench.measure import PeakRss
-from bench.serverproc import ServerProcess
+from kit.fire import BurstReply, fire_burst
+from kit.host import machine, model_line
+from kit.measure import PeakRss
+from kit.serverproc import ServerProcess
 
 PATHS = tuple(p.name for p in REGISTERED)
 
@@ -154,17 +153,6 @@ def chart(results: list[BurstResult], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=90)
     plt.close(fig)
-
-
-def machine() -> str:
-    memory_gib = psutil.virtual_memory().total / 2**30
-    return f"{platform.node()} ({psutil.cpu_count()} CPUs, {memory_gib:.0f} GiB, {platform.machine()}, no GPU)"
-
-
-def model_line(model_dir: Path) -> str:
-    manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
-    size_mb = manifest.get("size_bytes", 0) / 1e6
-    return f"{manifest.get('name')} ({manifest.get('weights')} weights, {size_mb:.0f} MB)"
 
 
 def main() -> None:

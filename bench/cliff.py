@@ -31,10 +31,10 @@ from typing import Any
 import httpx
 
 from app.boxed.cgroup_memory import MemoryFiles
+from app.engine.callshape import cpu_model
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
-from bench.memcap import MemoryCgroup
-from bench.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
-from bench.speed import host_line
+from kit.memcap import MemoryCgroup
+from kit.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
 
 SAMPLES = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
 NAIVE = "/api/naive/predict"
@@ -175,7 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     servers = ["seed", "lab"] if args.server == "both" else [args.server]
-    print(json.dumps({"host": host_line(), "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"}), flush=True)
+    print(json.dumps({"host": cpu_model(), "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"}), flush=True)
     with tempfile.TemporaryDirectory(prefix="lab-seed-model-") as work:
         model = seed_model_dir(Path(work)) if "seed" in servers else Path(work)
         for server in servers:

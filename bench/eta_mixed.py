@@ -21,11 +21,12 @@ from typing import Any
 
 import httpx
 
+from app.engine.callshape import cpu_model
 from app.engine.scorer import samples_by_length
 from app.settings import Settings
-from bench.fire import ROUTES, send
-from bench.serverproc import ServerProcess
-from bench.speed import host_line, load
+from kit.fire import ROUTES, send
+from kit.host import load_average
+from kit.serverproc import ServerProcess
 
 N = 12
 ABS_S, REL = 1.5, 0.25
@@ -104,8 +105,8 @@ def main() -> None:
     texts = [samples[(i * 7) % len(samples)] for i in range(N)]
     meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "host": host_line(),
-        "load_before": load(),
+        "host": cpu_model(),
+        "load_before": load_average(),
         "note": "shared machine: other helpers' builds and tests ran beside it",
     }
     runs = []
@@ -115,7 +116,7 @@ def main() -> None:
             result = asyncio.run(one_run(server.url, texts, f"r{n}-{os.getpid()}"))
             runs.append(result)
             print(json.dumps({k: v for k, v in result.items() if k != "detail"}), flush=True)
-    meta["load_after"] = load()
+    meta["load_after"] = load_average()
     done = sum(r["done"] for r in runs)
     summary = {
         "done": done,

@@ -27,7 +27,7 @@ from asgi_lifespan import LifespanManager
 from app.engine.model import Ranking, TopicScore
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
-from bench.load import LoadConfig, run_load, summarize
+from kit.load import LoadConfig, run_load, summarize
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "held-seats"
 BOX_S = 1.0

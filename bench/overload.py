@@ -1,7 +1,7 @@
 """`just overload-report`: every overload figure of the lab, measured on the twin under a 1.2 GiB cap.
 
-Each scenario starts a fresh server inside its own memory cgroup (bench/memcap.py),
-drives it with bench/load.py, and records the cgroup's peak, OOM kills and whether
+Each scenario starts a fresh server inside its own memory cgroup (kit/memcap.py),
+drives it with kit/load.py, and records the cgroup's peak, OOM kills and whether
 the server survived. Writes docs/bench/overload.{md,json} and one PNG per scenario.
 Heavy: run it under `flock /tmp/lab-cpu.lock` (the recipe does).
 """
@@ -22,9 +22,9 @@ import httpx
 import psutil
 
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, Settings
-from bench.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
-from bench.measure import PeakRss, alone
-from bench.memcap import CappedServer, MemoryCgroup
+from kit.load import Fate, LoadConfig, LoadResult, draw_chart, run_load, write_result
+from kit.measure import PeakRss, alone
+from kit.memcap import CappedServer, MemoryCgroup
 
 OUT_DIR = PROJECT_ROOT / "docs" / "bench"
 MIB = 2**20

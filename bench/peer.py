@@ -32,10 +32,6 @@ import httpx
 from app.engine.callshape import cpu_model
 from app.engine.model import load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
-from bench.bursts import machine, model_line
-from bench.cores import bench_core, keep_off
-from bench.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
-from bench.measure import PeakRss, tree
 from bench.peer_report import (
     INFINITY,
     LAB,
@@ -50,7 +46,11 @@ from bench.peer_report import (
     row_of,
     summarize,
 )
-from bench.serverproc import free_port, wait_healthy
+from kit.cores import bench_core, keep_off
+from kit.host import machine, model_line
+from kit.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
+from kit.measure import PeakRss, tree
+from kit.serverproc import free_port, wait_healthy
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 ROUTES = {

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bench.load import LoadResult, percentile
+from kit.load import LoadResult, percentile
 
 LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
 LAB_LIMITED, INFINITY = "lab ② limited", "Infinity 0.0.78"

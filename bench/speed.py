@@ -23,25 +23,16 @@ from typing import Any
 
 import httpx
 
+from app.engine.callshape import cpu_model
 from app.engine.scorer import samples_by_length
 from app.settings import Settings
-from bench.measure import timing_s
-from bench.serverproc import ServerProcess
+from kit.host import load_average
+from kit.measure import timing_s
+from kit.serverproc import ServerProcess
 
 HOG = "while True: pass"
 BAND = 0.1  # the rolling median must stay within ±10 % of the target
 SETTLE_S = 60.0
-
-
-def host_line() -> str:
-    for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-        if line.startswith("Model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def start_hog(core: int) -> "subprocess.Popen[bytes]":
@@ -103,8 +94,8 @@ def main() -> None:
         "scenario": args.scenario,
         "target_s": args.target,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "host": host_line(),
-        "load_before": load(),
+        "host": cpu_model(),
+        "load_before": load_average(),
         "box_core": core,
         "note": args.note,
     }
@@ -148,7 +139,7 @@ def main() -> None:
         if hog is not None:
             hog.kill()
             hog.wait()
-    meta["load_after"] = load()
+    meta["load_after"] = load_average()
     verdict = judge(trace, changed_at or 0.0, args.target)
     lines = [json.dumps(meta), *(json.dumps(r, ensure_ascii=False) for r in trace), json.dumps({"verdict": verdict})]
     if args.out:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from bench.local import CHROMIUM, CHROMIUM_ARGS
+from kit.local import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ from asgi_lifespan import LifespanManager
 
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
-from bench.local import redis_address
+from kit.local import redis_address
 from tests.fakes import GatedScorer
 
-REDIS_ADDRESS = redis_address()  # the one every Redis test uses (LAB_TEST_REDIS_URL, bench/local.py)
+REDIS_ADDRESS = redis_address()  # the one every Redis test uses (LAB_TEST_REDIS_URL, kit/local.py)
 
 LabClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 

@@ -16,7 +16,7 @@ import pytest
 from app.front.nginx import FrontConfig, nginx_binary, start_nginx
 from app.front.ready import front_url
 from app.front.tls import certificate
-from bench.serverproc import free_port, stop_process
+from kit.serverproc import free_port, stop_process
 
 __all__ = ["Front", "front_config", "fronted", "need_nginx"]
 

@@ -13,8 +13,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from bench.live import ROOT, LiveServer, live_server, slowed
-from bench.serverproc import free_port
+from kit.live import ROOT, LiveServer, live_server, slowed
+from kit.serverproc import free_port
 from tests.conftest import students_burst
 
 BURST_PY = ROOT / "static" / "burst.py"

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, Route
 
 from app.paths.registry import PATHS
-from bench.live import ROOT, LiveServer, live_server, slowed
+from kit.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute
 
 from app.paths.registry import PATHS
-from bench.live import LiveServer, live_server, slowed
+from kit.live import LiveServer, live_server, slowed
 from tests.browser import browser
 from tests.test_burst_page import SCREENSHOTS
 

@@ -9,7 +9,7 @@ import pytest
 from app.engine.callshape import BATCH, CANDIDATES, ONE, host_key, read_cache, settle_call_shape, time_shapes, workloads
 from app.engine.model import CallShape, Ranking, RerankerModel, Shape, load_topics
 from app.settings import PROJECT_ROOT
-from bench.live import TINY_MODEL
+from kit.live import TINY_MODEL
 
 SAMPLES = [f"리뷰 {'가' * n}" for n in range(1, 21)]
 

@@ -15,7 +15,7 @@ from app.engine.callshape import BATCH, CACHE_NAME, CANDIDATES, ONE, Trial, host
 from app.engine.model import Shape
 from app.engine.scorer import load_scorer
 from app.settings import Settings
-from bench.live import TINY_MODEL
+from kit.live import TINY_MODEL
 from tests.test_callshape import SAMPLES, FakeClock, TimedFake, costs, key_for
 
 KEY = key_for("cpu")

@@ -5,7 +5,7 @@ import asyncio
 import httpx
 import pytest
 
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 from tests.waiting import eventually
 
 # Starts a real uvicorn server in a subprocess.

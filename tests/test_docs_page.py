@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Route, expect
 
-from bench.live import LiveServer, live_server
+from kit.live import LiveServer, live_server
 from tests.browser import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

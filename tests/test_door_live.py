@@ -14,7 +14,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from bench.live import LiveServer, live_server, serving
+from kit.live import LiveServer, live_server, serving
 
 # Starts a real server in a subprocess.
 pytestmark = pytest.mark.slow

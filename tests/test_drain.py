@@ -12,7 +12,7 @@ import pytest
 
 from app.jobs.factory import open_store
 from app.jobs.models import JobStatus
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 from tests.test_shutdown import exited_cleanly, terminated
 from tests.waiting import eventually
 

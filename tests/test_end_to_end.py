@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bench.live import LiveServer, live_server, slowed
-from bench.measure import server_timing
+from kit.live import LiveServer, live_server, slowed
+from kit.measure import server_timing
 
 # Starts a real uvicorn server in a subprocess.
 pytestmark = pytest.mark.slow

@@ -12,10 +12,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.main import create_app
 from app.paths.registry import PATHS
 from app.settings import Settings
-from bench.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
-from bench.live import live_server
-from bench.prometheus import PrometheusServer, prometheus_binary, running_prometheus
-from bench.traffic import BURST_SETTINGS, fire_bursts
+from kit.dashboard import PanelQuery, all_panels, load_dashboard, panel_queries
+from kit.live import live_server
+from kit.prometheus import PrometheusServer, prometheus_binary, running_prometheus
+from kit.traffic import BURST_SETTINGS, fire_bursts
 from tests.fakes import GatedScorer
 
 NAMES = [p.name for p in PATHS]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bench.live import ROOT, LiveServer, live_server
+from kit.live import ROOT, LiveServer, live_server
 
 # Starts a real uvicorn server in a subprocess and runs curl and burst.py as further processes.
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from app.paths.registry import knob_names
-from bench.live import ROOT, LiveServer, live_server, slowed
+from kit.live import ROOT, LiveServer, live_server, slowed
 from tests.browser import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

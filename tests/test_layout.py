@@ -121,14 +121,14 @@ PATH_NAMES = {
     "adaptive",
 }  # what app/paths/registry.py registers (checked below)
 # The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
-# bench/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
+# kit/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
 # bench/adaptive.py: the paths its benchmark compares, scenario data too; static/adaptive-curve.json: its
 # measured medians, written by bench/adaptive_curve.py (data, never edited by hand).
 MAY_LIST_PATHS = {
     ROOT / "static" / "adaptive-curve.json",
     ROOT / "app" / "paths" / "registry.py",
     ROOT / "static" / "burst.py",
-    ROOT / "bench" / "traffic.py",
+    ROOT / "kit" / "traffic.py",
     ROOT / "bench" / "adaptive.py",
 }
 
@@ -176,8 +176,9 @@ def test_the_registry_registers_the_names_this_check_looks_for() -> None:
     assert {p.name for p in PATHS} == PATH_NAMES
 
 
-def test_no_module_in_app_or_bench_lists_the_paths_by_hand() -> None:
-    sources = [p for p in sorted([*APP.rglob("*.py"), *(ROOT / "bench").rglob("*.py")]) if p not in MAY_LIST_PATHS]
+def test_no_module_in_app_kit_or_bench_lists_the_paths_by_hand() -> None:
+    measuring = [p for d in ("kit", "bench") for p in (ROOT / d).rglob("*.py")]
+    sources = [p for p in sorted([*APP.rglob("*.py"), *measuring]) if p not in MAY_LIST_PATHS]
     lists = {str(p.relative_to(ROOT)): lines for p in sources if (lines := path_lists(ast.parse(p.read_text("utf-8"))))}
     assert lists == {}
 
@@ -264,17 +265,28 @@ def test_the_import_finder_sees_imports_by_name_and_path_hacks(tmp_path: Path) -
 
 
 def test_the_server_never_imports_the_measuring_side() -> None:
-    """Floors read downward: bench/ and tools/ measure the lab and import app/, never the other way round."""
+    """Floors read downward: kit/, bench/ and tools/ measure the lab and import app/, never the other way round."""
     leaning = {
         name: sorted(imported)
         for name in MODULES
-        if (imported := {m for m in every_import(name) if m.split(".")[0] in {"bench", "tools", "tests"}})
+        if (imported := {m for m in every_import(name) if m.split(".")[0] in {"kit", "bench", "tools", "tests"}})
     }
     assert leaning == {}
 
 
-def test_nothing_in_app_bench_tools_or_static_imports_a_test_module() -> None:
-    sources = sorted([*APP.rglob("*.py"), *(p for d in ("bench", "tools", "static") for p in (ROOT / d).rglob("*.py"))])
+def test_the_client_kit_imports_no_benchmark_or_tool() -> None:
+    """kit/ is the floor the benchmarks and tools stand on: what it needs is in app/ or in kit/ itself."""
+    leaning = {
+        str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m.split(".")[0] in {"bench", "tools"})
+        for p in sorted((ROOT / "kit").rglob("*.py"))
+    }
+    assert {name: modules for name, modules in leaning.items() if modules} == {}
+
+
+def test_nothing_in_app_kit_bench_tools_or_static_imports_a_test_module() -> None:
+    sources = sorted(
+        [*APP.rglob("*.py"), *(p for d in ("kit", "bench", "tools", "static") for p in (ROOT / d).rglob("*.py"))]
+    )
     from_tests = {
         str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m == "tests" or m.startswith("tests."))
         for p in sources

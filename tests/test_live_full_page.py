@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Browser
 from websockets.sync.client import connect
 
-from bench.live import LiveServer, live_server
+from kit.live import LiveServer, live_server
 from tests.browser import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -6,8 +6,8 @@ import threading
 import psutil
 
 from app.api.measured import naive_bursts
-from bench.measure import PeakRss, alone, server_timing, timing_s, tree
 from bench.readme import BLOCK, README, rendered
+from kit.measure import PeakRss, alone, server_timing, timing_s, tree
 from tests.conftest import students_burst
 
 HEADERS = [

@@ -6,7 +6,7 @@ import numpy as np
 
 from app.engine.model import ONE_CALL, CallShape, RerankerModel, Shape, calls_shaped, load_topics, score_each
 from app.settings import PROJECT_ROOT
-from bench.live import TINY_MODEL
+from kit.live import TINY_MODEL
 from tests.fakes import GatedScorer, fake_ranking
 
 TOPICS = load_topics(PROJECT_ROOT / "app" / "data" / "topics.json")

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route
 
 from app.paths.registry import PATHS
-from bench.live import ROOT, LiveServer, live_server
+from kit.live import ROOT, LiveServer, live_server
 from tests.browser import browser
 from tests.test_burst_page_live import GUARD_MS, finish, fire
 

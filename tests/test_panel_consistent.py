@@ -14,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 
-from bench.live import LiveServer, live_server, slowed
+from kit.live import LiveServer, live_server, slowed
 from tests.browser import browser
 from tests.test_burst_page_live import GUARD_MS, fire, open_page
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bench.live import ROOT, TINY_MODEL
+from kit.live import ROOT, TINY_MODEL
 
 
 @pytest.mark.parametrize("module", ["app.serve", "app.box"])

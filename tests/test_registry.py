@@ -31,7 +31,7 @@ from app.paths.registry import (
     routes,
 )
 from app.settings import Settings
-from bench.traffic import DEFAULT_BURST, burst_size
+from kit.traffic import DEFAULT_BURST, burst_size
 from tests.conftest import students_burst
 from tests.fakes import GatedScorer, fake_ranking
 
@@ -271,7 +271,7 @@ def test_every_limit_the_page_quotes_is_one_limits_fills_and_a_turned_knob_follo
 
 
 def test_the_metrics_tour_fires_a_burst_at_a_path_it_does_not_size() -> None:
-    """bench/traffic.py (the Grafana and metrics tours) sizes the five; a fifth path gets the default burst."""
+    """kit/traffic.py (the Grafana and metrics tours) sizes the five; a fifth path gets the default burst."""
     assert burst_size(EXTRA.name) == DEFAULT_BURST
     assert all(burst_size(p.name) >= 3 for p in PATHS)
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from app.jobs.factory import open_store
-from bench.live import LiveServer, live_server, slowed
+from kit.live import LiveServer, live_server, slowed
 from tests.waiting import eventually
 
 # Starts a real uvicorn server in a subprocess.

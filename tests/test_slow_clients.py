@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from bench.live import serving
-from bench.sockets import closed_times
+from kit.live import serving
+from kit.sockets import closed_times
 
 # Starts a real server in a subprocess.
 pytestmark = pytest.mark.slow

@@ -18,8 +18,8 @@ import time
 import httpx
 
 from app.settings import PROJECT_ROOT
-from bench.live import slowed
-from bench.serverproc import free_port, wait_healthy
+from kit.live import slowed
+from kit.serverproc import free_port, wait_healthy
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 

@@ -6,7 +6,7 @@ Run once after changing the drawing: `.venv/bin/python -m tools.favicon`. The co
 
 from PIL import Image, ImageDraw
 
-from bench.live import ROOT
+from kit.live import ROOT
 
 OUTPUT = ROOT / "static" / "favicon.ico"
 INK, WAIT, INFER = "#111827", "#9ca3af", "#f59e0b"

@@ -17,7 +17,7 @@ import time
 import httpx
 import psutil
 
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 
 WINDOW_S = 5.0
 

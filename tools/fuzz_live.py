@@ -1,7 +1,7 @@
 """Schemathesis `--checks all` against a live lab server, once per job store (a probe, not a test).
 
 `python -m tools.fuzz_live [--stores memory,sqlite,redis] [--examples 1000] [--out DIR]`: for each
-store, a fresh `python -m app.serve` on the tiny model (bench/live.py, webhooks on with a throwaway
+store, a fresh `python -m app.serve` on the tiny model (kit/live.py, webhooks on with a throwaway
 secret), then `schemathesis run` over real HTTP with every check, every phase and `--continue-on-failure`
 (else an operation's fuzzing stops at its first failure, far short of the examples asked for), with
 schemathesis.toml (statuses the document declares that schemathesis' defaults do not know). Prints,
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import redis
 
-from bench.live import ROOT, serving
-from bench.local import redis_db
+from kit.live import ROOT, serving
+from kit.local import redis_db
 
 REDIS_URL = redis_db(0)
 

@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 
 from playwright.sync_api import Browser, WebSocketRoute, sync_playwright
 
-from bench.live import live_server, slowed
-from bench.local import CHROMIUM, CHROMIUM_ARGS
+from kit.live import live_server, slowed
+from kit.local import CHROMIUM, CHROMIUM_ARGS
 
 BURST = 12
 SAMPLE_S = 0.1

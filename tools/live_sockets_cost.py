@@ -21,9 +21,9 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from app.settings import TWIN_MODEL_DIR
-from bench.cores import bench_core, keep_off
-from bench.measure import server_timing
-from bench.serverproc import ServerProcess
+from kit.cores import bench_core, keep_off
+from kit.measure import server_timing
+from kit.serverproc import ServerProcess
 
 SAMPLES = ["가격이 좀 비싸긴 한데 직원분이 친절했어요", "30분 줄 섰는데 단팥빵 품절이라고 해서 화났어요"]
 

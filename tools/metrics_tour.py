@@ -9,10 +9,10 @@ import asyncio
 import math
 import time
 
-from bench.dashboard import panel_queries
-from bench.live import live_server
-from bench.prometheus import prometheus_binary, running_prometheus
-from bench.traffic import BURST_SETTINGS, fire_bursts
+from kit.dashboard import panel_queries
+from kit.live import live_server
+from kit.prometheus import prometheus_binary, running_prometheus
+from kit.traffic import BURST_SETTINGS, fire_bursts
 
 
 def show(value: float) -> str:

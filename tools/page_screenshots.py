@@ -10,8 +10,8 @@ import io
 from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
-from bench.live import ROOT, live_server, slowed
-from bench.local import CHROMIUM, CHROMIUM_ARGS
+from kit.live import ROOT, live_server, slowed
+from kit.local import CHROMIUM, CHROMIUM_ARGS
 
 OUT = ROOT / "docs" / "img"
 LIVE = """document.getElementById('burst-status').dataset.state === 'running'

@@ -16,9 +16,9 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-from bench.live import ROOT
-from bench.local import CHROMIUM, CHROMIUM_ARGS
-from bench.serverproc import ServerProcess
+from kit.live import ROOT
+from kit.local import CHROMIUM, CHROMIUM_ARGS
+from kit.serverproc import ServerProcess
 
 TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
 OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"

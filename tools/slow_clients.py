@@ -16,8 +16,8 @@ import time
 import httpx
 
 from app.settings import PROJECT_ROOT
-from bench.serverproc import free_port, stop_process, wait_healthy
-from bench.sockets import closed_times
+from kit.serverproc import free_port, stop_process, wait_healthy
+from kit.sockets import closed_times
 
 TINY_MODEL = PROJECT_ROOT / "tests" / "assets" / "tiny-reranker"
 

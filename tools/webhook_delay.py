@@ -10,7 +10,7 @@ import time
 
 from app.jobs.memory import MemoryJobStore
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
-from bench.webhook_receiver import done_job, silent_receiver, webhook_receiver
+from kit.webhook_receiver import done_job, silent_receiver, webhook_receiver
 
 SECRET = "whsec_" + base64.b64encode(b"review-lab-measure-secret-32byte").decode()
 SLOW_JOBS = 10

@@ -51,7 +51,7 @@ class Watchdog:
     """`Watchdog(cap).watch(pid)` on its own thread; `fired` says whether it did the killing.
 
     An enforcer, not a measurement: it keeps no peak (the benchmarks' one sampler is
-    bench/measure.py's `PeakRss`, which the server side does not import).
+    kit/measure.py's `PeakRss`, which the server side does not import).
     `cap_now`, when given, is asked for the cap at every look (the instructor's knob, app/box/kept.py).
     """
 

@@ -14,7 +14,7 @@ from asgi_lifespan import LifespanManager
 from app.engine.model import Ranking
 from app.main import create_app
 from app.settings import Settings
-from bench.live import live_server
+from kit.live import live_server
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from bench.live import LiveServer, live_server
+from kit.live import LiveServer, live_server
 
 pytestmark = pytest.mark.slow
 GUARD_S = 15  # a failure guard on each receive, never a delay

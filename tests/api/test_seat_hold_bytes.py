@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message
 from app.main import create_app
 from app.paths.holds import HoldCheck, SeatHolds
 from app.settings import Settings
-from bench.live import live_server
+from kit.live import live_server
 from tests.fakes import GatedScorer
 
 NOT_ASCII = [b"\xff", "\u00e9".encode("latin-1"), "\u00e9".encode(), b"abc.def\x80", b"\x80.\x80", b"tok\xa0en"]

@@ -5,8 +5,8 @@ from asgi_lifespan import LifespanManager
 
 from app.main import create_app
 from app.settings import Settings
-from bench.fire import fire_burst, send
-from bench.serverproc import free_port
+from kit.fire import fire_burst, send
+from kit.serverproc import free_port
 from tests.fakes import GatedScorer
 
 

@@ -8,7 +8,7 @@ from asgi_lifespan import LifespanManager
 
 from app.main import create_app
 from app.settings import Settings
-from bench.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
+from kit.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
 from tests.fakes import GatedScorer
 
 

@@ -3,7 +3,6 @@
 import itertools
 from dataclasses import replace
 
-from bench.load import Fate, LoadConfig, LoadResult, TextSource
 from bench.peer import WINDOW_S, last_busy, scenarios
 from bench.peer_report import (
     INFINITY,
@@ -20,6 +19,7 @@ from bench.peer_report import (
     row_of,
     summarize,
 )
+from kit.load import Fate, LoadConfig, LoadResult, TextSource
 
 
 def test_a_seed_gives_the_same_reviews_in_the_same_order() -> None:
@@ -130,7 +130,7 @@ def test_pairs_match_each_request_with_its_twin_in_the_same_run_and_skip_the_uns
 
 
 def test_a_poisson_schedule_is_seeded_and_keeps_its_rate() -> None:
-    from bench.load import Runner
+    from kit.load import Runner
 
     def due(seed: int) -> list[float]:
         config = LoadConfig(url="", path="", mode="open", rate=2.0, duration_s=600.0, seed=seed, poisson=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.live import TINY_MODEL
-from bench.measure import PeakRss
-from bench.serverproc import ServerProcess, box_groups
+from kit.live import TINY_MODEL
+from kit.measure import PeakRss
+from kit.serverproc import ServerProcess, box_groups
 
 V1 = "12:memory:/user.slice\n7:cpu,cpuacct:/user.slice\n3:cpuset:/\n1:name=systemd:/user.slice\n"
 V2 = "0::/lab.slice\n"

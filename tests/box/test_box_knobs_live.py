@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.live import LiveServer, live_server, slowed
-from bench.measure import timing_s
+from kit.live import LiveServer, live_server, slowed
+from kit.measure import timing_s
 from tests.box.test_box_live import LONG_REVIEW, Box, boxed, burst, leftover_groups
 from tests.waiting import eventually
 

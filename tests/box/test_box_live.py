@@ -16,9 +16,9 @@ import pytest
 
 from app.box.cgroups import CGROUP_ROOT, box_name
 from app.boxed.stand_in import measured_figure
-from bench.fire import BurstReply, fire_burst
-from bench.live import ROOT, TINY_MODEL, LiveServer
-from bench.serverproc import free_port, stop_process, wait_healthy
+from kit.fire import BurstReply, fire_burst
+from kit.live import ROOT, TINY_MODEL, LiveServer
+from kit.serverproc import free_port, stop_process, wait_healthy
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow

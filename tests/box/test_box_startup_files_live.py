@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from app.engine.callshape import CACHE_NAME, host_key
-from bench.live import TINY_MODEL
+from kit.live import TINY_MODEL
 from tests.box.test_box_live import boxed
 from tests.test_callshape_cache import good_cache
 

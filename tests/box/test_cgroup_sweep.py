@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.box.cgroups import CGROUP_ROOT, sweep_orphans
-from bench.live import ROOT, TINY_MODEL
-from bench.serverproc import free_port, wait_healthy
+from kit.live import ROOT, TINY_MODEL
+from kit.serverproc import free_port, wait_healthy
 from tests.box.test_box_live import boxed, leftover_groups
 from tests.box.test_placement import V1_PROC, V2_PROC, fake_v1
 

@@ -6,7 +6,7 @@ import pytest
 
 from app.box.cgroups import BoxCgroup
 from app.boxed.cgroup_memory import MemoryFiles, charged_bytes, write_memory_limit
-from bench import memcap
+from kit import memcap
 
 MIB = 2**20
 

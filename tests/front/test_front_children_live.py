@@ -13,8 +13,8 @@ import pytest
 
 from app.front.ports import taken
 from app.settings import PROJECT_ROOT
-from bench.live import TINY_MODEL
-from bench.serverproc import free_port
+from kit.live import TINY_MODEL
+from kit.serverproc import free_port
 from tests.front_proxy import need_nginx
 
 pytestmark = pytest.mark.slow

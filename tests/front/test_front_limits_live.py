@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.contract.errors import FRONT_LIMIT
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 from tests.front.test_front_page_live import InFlight
 from tests.front_proxy import fronted
 from tests.waiting import eventually

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 from tests.box.test_box_live import CAP, LONG_REVIEW, boxed
 from tests.front_proxy import fronted
 from tests.test_burst_cli import run_burst

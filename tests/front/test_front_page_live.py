@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from app.front.ready import warm
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 from tests.box.test_box_live import CAP, boxed
 from tests.browser import browser
 from tests.front_proxy import fronted

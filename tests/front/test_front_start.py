@@ -12,7 +12,7 @@ import pytest
 from app.front.__main__ import prepared
 from app.front.ports import holder, taken
 from app.settings import PROJECT_ROOT, Settings
-from bench.serverproc import free_port
+from kit.serverproc import free_port
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
-from bench.local import redis_db
+from kit.local import redis_db
 
 REDIS_URL = redis_db(5)
 STORE_KINDS = ["memory", "sqlite", "redis"]

@@ -1,6 +1,6 @@
 """Crash and scale proofs with real server processes: SIGKILL mid-queue, and two boxes on one Redis.
 
-Jobs are slowed by CPU burning (bench.live.slowed) so "kill while one runs" is a state the
+Jobs are slowed by CPU burning (kit.live.slowed) so "kill while one runs" is a state the
 test can wait for in the store itself, then kill at once.
 """
 
@@ -17,7 +17,7 @@ import pytest
 from app.jobs.factory import open_store
 from app.jobs.models import Job, JobStatus
 from app.jobs.store import JobStore
-from bench.live import LiveServer, live_server, slowed
+from kit.live import LiveServer, live_server, slowed
 from tests.jobs.conftest import REDIS_URL
 from tests.waiting import eventually
 

@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.live import live_server
-from bench.local import redis_db
+from kit.live import live_server
+from kit.local import redis_db
 from tests.jobs.conftest import drop_redis_prefix
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
-from bench.webhook_receiver import webhook_receiver
+from kit.webhook_receiver import webhook_receiver
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer, fake_ranking
 from tests.jobs.conftest import REDIS_URL

@@ -13,9 +13,9 @@ import pytest
 
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
-from bench.live import live_server
-from bench.local import redis_db
-from bench.serverproc import free_port
+from kit.live import live_server
+from kit.local import redis_db
+from kit.serverproc import free_port
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

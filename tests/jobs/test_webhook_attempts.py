@@ -10,7 +10,7 @@ from app.jobs.memory import MemoryJobStore
 from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.ssrf import ascii_url, resolve_target
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
-from bench.webhook_receiver import webhook_receiver
+from kit.webhook_receiver import webhook_receiver
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles

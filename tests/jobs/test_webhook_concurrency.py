@@ -11,7 +11,7 @@ import time
 from app.jobs.memory import MemoryJobStore
 from app.jobs.models import WebhookState
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
-from bench.webhook_receiver import done_job, silent_receiver, webhook_receiver
+from kit.webhook_receiver import done_job, silent_receiver, webhook_receiver
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.test_webhooks import HOOKS, SECRET, webhook_settles

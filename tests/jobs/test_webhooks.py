@@ -16,7 +16,7 @@ from app.jobs.memory import MemoryJobStore
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.ssrf import is_blocked
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner, payload
-from bench.webhook_receiver import webhook_receiver
+from kit.webhook_receiver import webhook_receiver
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.jobs.conftest import REDIS_URL

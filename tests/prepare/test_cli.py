@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from bench.live import ROOT
+from kit.live import ROOT
 
 
 def prepare(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from bench.live import live_server, slowed
+from kit.live import live_server, slowed
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import sys
 from app.engine.model import CallShape, RerankerModel
 from app.memory.give_back import malloc_trim
 from app.paths.naive import NaiveRunner
-from bench.live import TINY_MODEL
+from kit.live import TINY_MODEL
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 from tests.test_model_streaming import TOPICS, CountingSession

@@ -18,7 +18,7 @@ import httpx
 
 from app.front.nginx import FrontConfig, start_nginx
 from app.front.tls import certificate
-from bench.serverproc import stop_process
+from kit.serverproc import stop_process
 
 HERE = Path(__file__).parent
 NAMES = ("nginx", "caddy", "haproxy")

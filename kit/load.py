@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from app.settings import Settings
-from bench.fire import ROUTES, follow, send
+from kit.fire import ROUTES, follow, send
 
 TICKET_POLL_S = 0.25
 
@@ -119,7 +119,7 @@ class TextSource:
 
 
 class Runner:
-    """Sends requests and turns each into exactly one Fate: the stream entry point over bench/fire.py's
+    """Sends requests and turns each into exactly one Fate: the stream entry point over kit/fire.py's
     request-sending core (a closed burst is the other, `fire.fire_burst`)."""
 
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:

@@ -4,8 +4,8 @@ Two entry points sit on it because they ask two questions, not because they send
 
 - a closed burst (`fire_burst`, `fire_one`): N requests at once, each followed to its end, and
   what each client saw (`BurstReply`): `just bench` (bench/bursts.py), the box bench
-  (bench/box.py) and the metrics traffic (bench/traffic.py);
-- a stream (bench/load.py `Runner`): requests due on a schedule (even, Poisson, waves) or
+  (bench/box.py) and the metrics traffic (kit/traffic.py);
+- a stream (kit/load.py `Runner`): requests due on a schedule (even, Poisson, waves) or
   from N looping clients, each accounted in exactly one category (`Fate`), which the overload,
   holds and peer benchmarks use.
 
@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from app.paths.registry import PATHS
-from bench.measure import server_timing
+from kit.measure import server_timing
 
 ROUTES = {p.name: p.route for p in PATHS}
 OPEN = ("queued", "running")  # a ticket in any other status has ended

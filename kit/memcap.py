@@ -19,7 +19,7 @@ from types import TracebackType
 from app.box.cgroups import PROC_CGROUP, parent_dirs
 from app.boxed.cgroup_memory import MemoryFiles
 from app.settings import PROJECT_ROOT
-from bench.serverproc import free_port, wait_healthy
+from kit.serverproc import free_port, wait_healthy
 
 
 def own_memory_cgroup() -> tuple[Path, int]:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from app.paths.registry import PATHS
-from bench.fire import BurstReply, fire_one
-from bench.live import slowed
+from kit.fire import BurstReply, fire_one
+from kit.live import slowed
 
 # Slow enough that a burst fills ② and ④, fast enough that the whole run takes seconds.
 BURST_SETTINGS = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.settings import PROJECT_ROOT
-from bench.serverproc import free_port, stop_process, wait_healthy
+from kit.serverproc import free_port, stop_process, wait_healthy
 
 ROOT = PROJECT_ROOT
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"

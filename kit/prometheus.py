@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from app.settings import PROJECT_ROOT
-from bench.live import LiveServer
-from bench.serverproc import free_port, stop_process, wait_healthy
+from kit.live import LiveServer
+from kit.serverproc import free_port, stop_process, wait_healthy
 
 CLASSROOM_CONFIG = PROJECT_ROOT / "grafana" / "prometheus.yml"
 CLASSROOM_TARGET = '"127.0.0.1:8000"'
