@@ -158,6 +158,8 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     assert list(stats["paths"]) == [*(p.name for p in PATHS), "lifo"]
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
+    documented = (await client.get("/api/openapi.json")).json()["paths"]
+    assert "post" in documented[EXTRA.route]  # its route, declared like the others, is in the API's documentation
 
 
 async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
