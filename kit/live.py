@@ -18,12 +18,16 @@ ROOT = PROJECT_ROOT
 TINY_MODEL = ROOT / "tests" / "assets" / "tiny-reranker"
 
 
-def slowed(seconds_per_review: float) -> dict[str, str]:
+def slowed(seconds_per_review: float, *, warm: bool = True) -> dict[str, str]:
     """Settings that slow the tiny model's CPU to about this many seconds per median review (burning CPU, not sleeping).
 
     `live_server(**slowed(0.3))`: a bare server is never slowed or pinned unless a test asks like this.
+    `warm=False` skips the start-up's warm-up and length calibration (five reviews at the slowed speed: 22 s of
+    a 25 s start at 2 s a review), for a test whose server need not know long reviews from short (no ETA,
+    no admission by predicted wait).
     """
-    return {"LAB_BOX_SLOW": "1", "LAB_BOX_SECONDS_PER_REVIEW": str(seconds_per_review)}
+    settings = {"LAB_BOX_SLOW": "1", "LAB_BOX_SECONDS_PER_REVIEW": str(seconds_per_review)}
+    return settings if warm else settings | {"LAB_WARMUP": "0"}
 
 
 @dataclass

@@ -18,7 +18,7 @@ def gone_total(metrics_text: str, path: str) -> float:
 
 
 async def test_hanging_up_on_a_real_server_frees_the_seat_and_skips_the_inference() -> None:
-    with live_server(**slowed(2)) as server:
+    with live_server(**slowed(2, warm=False)) as server:
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
             before = (await client.get("/api/stats")).json()["lane"]["completed"]
             first = asyncio.create_task(client.post("/api/limited/predict", json={"text": "남는 손님"}))

@@ -38,7 +38,7 @@ async def follow(client: httpx.AsyncClient, job_id: str, events: list[tuple[str,
 
 async def test_sigterm_ends_streams_claims_nothing_new_and_serves_the_seated(tmp_path: Path) -> None:
     store_url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    settings = {**slowed(1), "LAB_LIMITED_MAX_WAIT_S": MAX_WAIT_S}
+    settings = {**slowed(1, warm=False), "LAB_LIMITED_MAX_WAIT_S": MAX_WAIT_S}
     with live_server(LAB_JOB_STORE=store_url, **settings) as server:
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
             tickets = [await client.post("/api/queue/jobs", json={"text": f"드레인 티켓 {i}"}) for i in range(8)]

@@ -37,7 +37,7 @@ def exited_cleanly(returncode: int, log: str) -> bool:
 
 
 async def test_sigterm_finishes_in_flight_requests_and_exits_cleanly() -> None:
-    with live_server(**slowed(2)) as server:
+    with live_server(**slowed(2, warm=False)) as server:
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
             texts = ["종료 직전 리뷰 1", "종료 직전 리뷰 2"]
             in_flight = [asyncio.create_task(client.post("/api/limited/predict", json={"text": t})) for t in texts]
@@ -66,7 +66,7 @@ async def durable_store_url(tmp_path: Path) -> str:
 
 async def test_sigterm_keeps_accepted_tickets_for_the_next_start(tmp_path: Path) -> None:
     store = await durable_store_url(tmp_path)
-    with live_server(LAB_JOB_STORE=store, **slowed(1)) as first:
+    with live_server(LAB_JOB_STORE=store, **slowed(1, warm=False)) as first:
         async with httpx.AsyncClient(base_url=first.url, timeout=30) as client:
             submitted = [await client.post("/api/queue/jobs", json={"text": f"종료 전 티켓 {i}"}) for i in range(3)]
 
