@@ -13,6 +13,7 @@ from urllib.request import urlopen
 
 import pytest
 
+from app.paths.registry import PATHS
 from kit.live import ROOT, LiveServer, live_server, slowed
 from kit.serverproc import free_port
 from tests.conftest import students_burst
@@ -100,7 +101,7 @@ def test_default_fires_each_path_in_turn(server: LiveServer) -> None:
     result = run_burst(server.url, "3")
     assert result.returncode == 0, result.stderr
     found = summaries(result.stdout)
-    assert list(found) == ["① naive", "② limited", "③ batched", "④ tickets"]
+    assert list(found) == [p.label for p in PATHS if p.handout]
     assert all(sum(counts.values()) == 3 for counts in found.values())
     assert table_indexes(result.stdout) == [1, 2, 3] * 4
 
@@ -188,9 +189,8 @@ def test_bad_arguments_are_refused_with_usage() -> None:
 def test_a_path_the_box_does_not_serve_is_refused_with_the_boxs_own_list(server: LiveServer) -> None:
     result = run_burst(server.url, "12", "fastest")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "unknown path 'fastest': this box serves naive, limited, batched, tickets, adaptive, 1-5 or all" in (
-        result.stderr
-    )
+    served = f"{', '.join(p.name for p in PATHS)}, 1-{len(PATHS)} or all"
+    assert f"unknown path 'fastest': this box serves {served}" in result.stderr
     assert table_indexes(result.stdout) == []
 
 

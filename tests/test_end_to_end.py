@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from app.paths.registry import PATHS, PathSpec
 from kit.live import LiveServer, live_server, slowed
 from kit.measure import server_timing
 
@@ -33,9 +34,9 @@ def test_model_is_the_tiny_one_and_says_random(server: LiveServer) -> None:
     assert "RANDOM weights" in server.log()
 
 
-@pytest.mark.parametrize("path", ["naive", "limited", "batched", "adaptive"])
-def test_predict_lists_all_24_topics_best_first(server: LiveServer, path: str) -> None:
-    response = httpx.post(f"{server.url}/api/{path}/predict", json={"text": f"{path}: 빵은 맛있는데 비싸요"})
+@pytest.mark.parametrize("path", [p for p in PATHS if p.answer == "direct"], ids=lambda p: p.name)
+def test_predict_lists_all_24_topics_best_first(server: LiveServer, path: PathSpec) -> None:
+    response = httpx.post(f"{server.url}{path.route}", json={"text": f"{path.name}: 빵은 맛있는데 비싸요"})
     assert response.status_code == 200
     body = response.json()
     scores = [t["score"] for t in body["topics"]]

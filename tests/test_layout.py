@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+from app.paths.registry import PATHS
+
 APP = Path(__file__).parents[1] / "app"
 MAX_LINES = 250
 LONG_ALLOWED = (["app", "prepare"],)  # model preparation: a tool, not the server
@@ -113,13 +115,7 @@ def test_server_modules_are_under_250_lines() -> None:
 
 
 ROOT = APP.parent
-PATH_NAMES = {
-    "naive",
-    "limited",
-    "batched",
-    "tickets",
-    "adaptive",
-}  # what app/paths/registry.py registers (checked below)
+PATH_NAMES = {p.name for p in PATHS}  # the names a hand-made list would repeat (tests/test_registry.py pins them)
 # The registry, and burst.py: standard-library only for students, held to the registry by tests/test_registry.py.
 # kit/traffic.py: a burst size per path for the metrics tests, scenario data like the page's notes.
 # bench/adaptive.py: the paths its benchmark compares, scenario data too; static/adaptive-curve.json: its
@@ -168,12 +164,6 @@ def test_the_path_finder_finds_a_hand_made_list() -> None:
     assert path_lists(ast.parse('X = ("naive", "limited")\nY = [p.name for p in PATHS]')) == []
     assert path_lists(ast.parse('"""Paths naive, limited and batched share the lane."""\nZ = "naive is slow"')) == []
     assert path_lists(ast.parse("Lab(naive=a, limited=b, batched=c)")) == []  # fields of a typed owner, not a list
-
-
-def test_the_registry_registers_the_names_this_check_looks_for() -> None:
-    from app.paths.registry import PATHS
-
-    assert {p.name for p in PATHS} == PATH_NAMES
 
 
 def test_no_module_in_app_kit_or_bench_lists_the_paths_by_hand() -> None:
