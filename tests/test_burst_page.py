@@ -192,10 +192,12 @@ def test_limited_admits_five_and_refuses_the_rest_with_retry_after(fire: Callabl
     refused = [r for r in rows if r["status"] == "429"]
     assert all(int(r["retryAfter"]) >= 1 for r in refused)
     assert all("box_full" in r["shown"] and "초 뒤 다시" in r["shown"] for r in refused)
-    served_waits = sorted(float(r["waitMs"]) for r in rows if r["status"] == "200")
-    # The last seat waited for three whole inferences ahead of it and part of the one running when it came
-    # (how much of that one depends on when the browser let it through: not a number to claim).
-    assert served_waits[-1] >= 3 * SECONDS_PER_REVIEW * 1000
+    served = sorted((r for r in rows if r["status"] == "200"), key=lambda r: float(r["waitMs"]))
+    # The last seat waited for the three whole inferences seated ahead of it (the lane's own times, which
+    # a short review keeps under SECONDS_PER_REVIEW) and part of the one running when it came (how much of
+    # that one depends on when the browser let it through: not a number to claim). 1 ms a term: rounding.
+    ahead = sum(float(r["inferMs"]) for r in served[1:4])
+    assert float(served[-1]["waitMs"]) >= ahead - 3, [(r["waitMs"], r["inferMs"]) for r in served]
     assert_bars_follow_server_timing(rows)
 
 

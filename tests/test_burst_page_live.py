@@ -28,6 +28,7 @@ BURST = 12
 BROWSER_CONNECTIONS = 6
 GUARD_MS = 90_000  # failure guards for waits, never delays
 
+QUIET_SEATS = {"LAB_BATCH_MAX": "4", "LAB_LIMITED_HOLD_GRACE_S": "0"}
 RUNNING = "document.getElementById('burst-status').dataset.state === 'running'"
 HELD = f"document.querySelectorAll('#rows tbody tr.pending').length >= {BROWSER_CONNECTIONS}"
 READ_CARDS = """() => [...document.querySelectorAll("#compare-cards .compare-card[data-key]")].map(
@@ -38,7 +39,14 @@ READ_CARDS = """() => [...document.querySelectorAll("#compare-cards .compare-car
 def server() -> Iterator[LiveServer]:
     # Held seats off: these tests fire bursts one after another on ②, and a refused request that never
     # comes back would hold its seat against the next burst (tests/test_burst_page_retry.py has them on).
-    with live_server(**slowed(SECONDS_PER_REVIEW), LAB_BATCH_MAX="4", LAB_LIMITED_HOLD_GRACE_S="0") as running:
+    with live_server(**slowed(SECONDS_PER_REVIEW), **QUIET_SEATS) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def quick_server() -> Iterator[LiveServer]:
+    """For the layout, which needs every kind of row and not their times: a fifth of the review, no warm-up."""
+    with live_server(**slowed(SECONDS_PER_REVIEW / 5, warm=False), **QUIET_SEATS) as running:
         yield running
 
 
@@ -142,8 +150,8 @@ def test_without_the_socket_the_panel_polls_and_says_its_values_are_stale(browse
         context.close()
 
 
-def test_phone_layout_never_scrolls_sideways(browser: Browser, server: LiveServer) -> None:
-    page, errors = open_page(browser, server, 390, 844)
+def test_phone_layout_never_scrolls_sideways(browser: Browser, quick_server: LiveServer) -> None:
+    page, errors = open_page(browser, quick_server, 390, 844)
     try:
         for path in (p.name for p in PATHS):
             fire(page, path, size=6)
