@@ -225,8 +225,11 @@ def test_tickets_follow_each_ticket_to_its_result(
         assert float(row["etaS"]) > 0 and float(row["actualS"]) >= float(row["inferMs"]) / 1000
         assert "약속" in row["shown"] and "실제" in row["shown"]
         assert row["ticketPx"] > 0  # the blue 202 turnaround
-    # One lane, one job at a time: the last ticket really waited for the others.
-    assert max(float(r["actualS"]) for r in rows) >= 0.9 * BURST * SECONDS_PER_REVIEW
+    # One lane, one job at a time: the last ticket really waited for the others' inferences as the lane timed
+    # them (a short review costs less than SECONDS_PER_REVIEW), all but the first, which may have begun before
+    # the last ticket was taken (1 ms a row: rounding).
+    infer_s = sorted(float(r["inferMs"]) / 1000 for r in rows)
+    assert max(float(r["actualS"]) for r in rows) >= sum(infer_s[:-1]) - 0.001 * BURST, infer_s
     assert_bars_follow_server_timing(rows)
     # All of it came over ONE stream for the whole burst, not a poll or a connection per ticket.
     requests = burst_requests["tickets"]

@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -125,9 +126,12 @@ async def test_one_stream_follows_every_job_in_order_and_ends_when_all_are_done(
         own = [event for event in events if event["job_id"] == job_id]
         statuses = [event["status"] for event in own]
         assert statuses == sorted(statuses, key=ORDER.index), statuses  # each job's own order
-        # Only changes, each once (ids[1] is listed twice but followed once): positions only fall.
+        # Only changes (ids[1] is listed twice but followed once): no event twice in a row, one terminal
+        # event, positions only fall (a position repeats only with a promise that moved: a new ETA).
+        assert all(a != b for a, b in pairwise(own)), own
+        assert [event["status"] for event in own].count("done") == 1, own
         positions = [event["position"] for event in own if event["status"] == "queued"]
-        assert positions == sorted(set(positions), reverse=True), positions
+        assert positions == sorted(positions, reverse=True), positions
         assert own[-1] == final and final["status"] == "done"
 
 
