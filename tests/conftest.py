@@ -109,7 +109,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores this process may use. A quarter of the suite's time is spent
     waiting on browsers, server starts and sockets, which a third worker fills on two cores (AMD EPYC, 2 vCPUs,
-    2026-12-03: pytest 356 s with 2 workers, 302 and 308 s with 3)."""
+    2026-12-03: pytest 356 s with 2 workers, 276–348 s with 3)."""
     return len(os.sched_getaffinity(0)) + 1
 
 
