@@ -8,6 +8,7 @@ before kept ② shut (0 × 200 in class); now their seats are everyone's again.
 
 import asyncio
 import time
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -44,9 +45,16 @@ def statuses(answers: list[tuple[httpx.Response, float]]) -> list[int]:
 Answers = list[tuple[httpx.Response, float]]
 
 
-async def class_scenario(url: str) -> tuple[float, Answers, float, float, int, Answers]:
-    """A review's time in use, the first burst, how long its five seats took to serve and when the class fired
-    again (seconds after the first burst), the holds still out then, and the second burst."""
+@dataclass(frozen=True)
+class ClassRun:
+    first: Answers
+    review_s: float  # a review as this host served them: in use before the burst, or the burst's five seats
+    again_s: float  # when the class fired again, after the first burst
+    held: int  # the holds still out then
+    second: Answers
+
+
+async def class_scenario(url: str) -> ClassRun:
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
         used = time.monotonic()
         for i in range(8):  # a box in use: its service time is measured on reviews like these, not guessed
@@ -61,19 +69,17 @@ async def class_scenario(url: str) -> tuple[float, Answers, float, float, int, A
         held = (await client.get("/api/stats")).json()["paths"]["limited"]["held"]
         again = time.monotonic() - fired
         second = await burst(client, "둘")
-    served = max(at for r, at in first if r.status_code == 200) - fired
-    return in_use_s, first, served, again, held, second
+    served_s = max(at for r, at in first if r.status_code == 200) - fired
+    return ClassRun(first, max(in_use_s, served_s / SEATS), again, held, second)
 
 
 def test_a_second_burst_after_a_burst_that_never_came_back_is_served_like_the_first() -> None:
     with live_server(**slowed(SECONDS_PER_REVIEW)) as server:
-        in_use_s, first, served_s, again_s, held, second = asyncio.run(class_scenario(server.url))
-    assert statuses(first) == [200] * SEATS + [429] * (BURST - SEATS)
-    assert all(r.headers.get("Seat-Hold") for r, _ in first if r.status_code == 429)  # each refusal held a seat
-    # The class fires again within 5 s, stretched as much as this host stretched the box's reviews, in use
-    # before the burst or during it (a busy host serves each slower than SECONDS_PER_REVIEW, and every
-    # Retry-After follows the time the box measured).
-    stretch = max(1.0, in_use_s / SECONDS_PER_REVIEW, served_s / SEATS / SECONDS_PER_REVIEW)
-    assert again_s <= 5.0 * stretch, (again_s, in_use_s, served_s)
-    assert held > 0  # the no-shows' holds were still live (within their grace window) when the second came
-    assert statuses(second) == [200] * SEATS + [429] * (BURST - SEATS)  # before: every held seat counted as taken
+        run = asyncio.run(class_scenario(server.url))
+    assert statuses(run.first) == [200] * SEATS + [429] * (BURST - SEATS)
+    assert all(r.headers.get("Seat-Hold") for r, _ in run.first if r.status_code == 429)  # each held a seat
+    # The class fires again within 5 s, stretched as much as this host stretched the box's reviews (a busy
+    # host serves each slower than SECONDS_PER_REVIEW, and every Retry-After follows the time the box measured).
+    assert run.again_s <= 5.0 * max(1.0, run.review_s / SECONDS_PER_REVIEW), run
+    assert run.held > 0  # the no-shows' holds were still live (within their grace window) when the second came
+    assert statuses(run.second) == [200] * SEATS + [429] * (BURST - SEATS)  # before: held seats counted as taken
