@@ -44,10 +44,11 @@ class SeatGate:
 
     Without holds, a walk-in sits down whenever a seat is free, and `Retry-After` is the measured time until
     the last seat-holder ahead starts its inference. With holds (app/paths/holds.py), the gate keeps a
-    forecast of its seats (app/paths/seat_plan.py): a walk-in sits down when a seat is free and taking
-    it makes no returner wait past its due time, or whenever ② is empty (the lane never idles for a promise);
-    a refusal gets a token for the first seat the forecast sees free that no promise needs. A returner with
-    a live token waits at the door (at most until its hold expires), earliest due first, ahead of walk-ins.
+    forecast of its seats (app/paths/seat_plan.py): a walk-in sits down when a seat is free and taking it
+    makes no returner sit down more than a second (or a review) after its due time, or whenever ② is empty
+    (the lane never idles for a promise); a refusal gets a token for the first seat that someone admitted
+    will free and no promise needs, or, when every such seat is promised, only a Retry-After. A returner
+    with a live token waits at the door (at most until its hold expires), earliest due first, ahead of walk-ins.
     """
 
     spec = SPEC
@@ -207,14 +208,15 @@ class SeatGate:
         headers = {"Seat-Hold-Result": visit.result} if visit is not None and visit.result else {}
         if not self.holds.enabled:
             return BoxFull(message, self.retry_after_s(), headers=headers, reason="seats_full", waited_s=waited_s)
-        plan, cost = self.plan(), self._lane.room.one(chars)
-        come_back = plan.first_due(cost, max_reviews=self.holds.horizon_reviews)
+        plan = self.plan()
+        come_back = plan.first_hold(max_reviews=self.holds.horizon_reviews)
         token = None if come_back is None else self.holds.issue(come_back, chars)
-        if token is None:  # past the horizon: only when a seat will be free, promised to nobody
-            hint = come_back or plan.first_due(cost) or math.ceil(self.retry_after_s())
+        if token is None:  # every seat the admitted free is promised (or past the horizon): only when one is free
+            hint = come_back or plan.first_free(self._lane.room.one(chars)) or math.ceil(self.retry_after_s())
             return BoxFull(message, hint, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (
-            f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
+            f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After;"
+            " as forecast, you sit down within a second (or a review, if longer) of it."
         )
         extra: dict[str, object] = {"hold_token": token, "hold_grace_s": self.holds.grace_s}
         return BoxFull(

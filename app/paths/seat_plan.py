@@ -2,9 +2,13 @@
 
 A small deterministic model of ②'s box, in seconds from now: the admitted requests drain one after another
 (the one on the lane, then the seated in order), and each returner whose hold is not yet due arrives at its
-due time, sits down, and leaves when its own review is done. The gate asks it two questions: may a walk-in
-sit down now without making a returner wait past its due time, and when will a seat be free for a client
-refused now (its Retry-After and its hold's due time), without taking a seat already promised.
+due time, sits down, and leaves when its own review is done. The gate asks it three questions:
+
+- may a walk-in sit down now? Yes if no returner then sits down more than `late_s` after its due time (a
+  second, Retry-After's unit, or a review if longer: no seat frees before the review on the lane ends);
+- when is a seat free for a hold? Only a seat someone admitted now will free: never one that a returner,
+  who may not come, would free after its own review (holds do not stack on holds);
+- when is a seat free at all, if every returner comes? The Retry-After of a refusal that gets no hold.
 """
 
 import bisect
@@ -13,6 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 EPS = 1e-6  # a seat freed at the very instant a returner is due is free for it
+
+
+def late_s(returner: "Returner") -> float:
+    """How late a walk-in may make a returner sit down: a second, Retry-After's unit (holds due in the same
+    second arrive together), or its own review when reviews are longer (nobody sits before one leaves)."""
+    return max(1.0, returner.cost_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +35,7 @@ class Returner:
 
 @dataclass(frozen=True, slots=True)
 class SeatPlan:
-    """`SeatPlan.of(...)`; then `admits_walk_in(cost)` and `first_due(cost, max_reviews)`."""
+    """`SeatPlan.of(...)`; then `admits_walk_in(cost)`, `first_hold(max_reviews)` and `first_free(cost)`."""
 
     capacity: int
     leaves_s: tuple[float, ...]  # when each admitted request leaves its seat, in the order the lane takes them
@@ -54,15 +64,38 @@ class SeatPlan:
         return all(sit <= r.due_s + EPS for sit, r in zip(self._sits(self.returners), self.returners, strict=True))
 
     def admits_walk_in(self, cost_s: float) -> bool:
-        """Seating one more now makes no returner sit down later than its due time (or, if the lane already runs
-        behind the forecast that promised it, later than it would anyway)."""
+        """Seating one more now makes no returner sit down more than `late_s` after its due time (or, if the
+        lane already runs behind the forecast that promised it, later than it would anyway)."""
         before = self._sits(self.returners)
         after = self.with_walk_in(cost_s)._sits(self.returners)
-        return all(a <= max(r.due_s, b) + EPS for a, b, r in zip(after, before, self.returners, strict=True))
+        return all(
+            a <= max(r.due_s + late_s(r), b) + EPS for a, b, r in zip(after, before, self.returners, strict=True)
+        )
 
-    def first_due(self, cost_s: float, max_reviews: float = math.inf) -> int | None:
+    def first_hold(self, max_reviews: float = math.inf) -> int | None:
+        """The first whole second from now at which a seat that someone admitted now will have left is free
+        and no promise needs it, then or later; None if there is none within `max_reviews` reviews.
+
+        Returners keep the seat they take (a hold never rests on one that may not come), so there are never
+        more holds ahead than seats the admitted free, and refusals in a retry loop do not pile them up.
+        """
+        if self.capacity < 1:
+            return None
+        dues = [r.due_s for r in self.returners]
+        last_leaves = max(self.leaves_s, default=0.0)  # from then on seats only fill up: no later second is free
+        for second in range(1, math.ceil(last_leaves - EPS) + 2):
+            if sum(1 for end in self.leaves_s if end <= second + EPS) > max_reviews:
+                return None
+            # A seat at `second` is everyone's who sits by then; each later returner needs its seat too.
+            checks = [second, *(due for due in dues if due > second + EPS)]
+            if all(self._kept_at(t) < self.capacity for t in checks):
+                return second
+        return None
+
+    def first_free(self, cost_s: float, max_reviews: float = math.inf) -> int | None:
         """The first whole second from now at which a newcomer finds a seat that no promise needs (and no
-        returner sits down later for it); None if more than `max_reviews` reviews must end before then."""
+        returner sits down later for it), if every returner comes and leaves after its review: the honest
+        Retry-After for a refusal that gets no hold. None if more than `max_reviews` reviews end first."""
         if self.capacity < 1:
             return None
         before, ends = self._forecast(self.returners)
@@ -79,6 +112,10 @@ class SeatPlan:
                 if all(sit <= max(r.due_s, was) + EPS for sit, was, r in later):
                     return second
             second += 1
+
+    def _kept_at(self, t: float) -> int:
+        """Seats taken at `t` if every returner due by then keeps its seat: the admitted not yet gone, and them."""
+        return sum(1 for end in self.leaves_s if end > t + EPS) + sum(1 for r in self.returners if r.due_s <= t + EPS)
 
     def _sits(self, returners: Sequence[Returner]) -> list[float]:
         return self._forecast(returners)[0]
