@@ -45,10 +45,11 @@ class SeatGate:
     Without holds, a walk-in sits down whenever a seat is free, and `Retry-After` is the measured time until
     the last seat-holder ahead starts its inference. With holds (app/paths/holds.py), the gate keeps a
     forecast of its seats (app/paths/seat_plan.py): a walk-in sits down when a seat is free and taking it
-    makes no returner sit down more than a second (or a review) after its due time, or whenever ② is empty
-    (the lane never idles for a promise); a refusal gets a token for the first seat that someone admitted
-    will free and no promise needs, or, when every such seat is promised, only a Retry-After. A returner
-    with a live token waits at the door (at most until its hold expires), earliest due first, ahead of walk-ins.
+    makes no returner sit down after its due time (for the crowd that found ② empty: not more than a
+    second, or a review, after it), and whenever ② is empty (the lane never idles for a promise). A refusal
+    gets a token for the first seat that someone admitted will free and no promise needs, or, when every
+    such seat is promised, only a Retry-After. A returner with a live token waits at the door (at most
+    until its hold expires), earliest due first, ahead of walk-ins.
     """
 
     spec = SPEC
@@ -66,6 +67,10 @@ class SeatGate:
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
         self._seated_chars: list[int] = []  # of the requests seated, not yet on the lane, in arrival order
+        # Refusals told only when (no hold), as (due on the holds' clock, chars): later hints are spread past
+        # them, one seat apart, as if they come; they bind nobody (a walk-in never waits for them).
+        self._told: list[tuple[float, int]] = []
+        self._busy_since: float | None = None  # on the holds' clock: when ② last went from empty to busy
         lane.room.share("limited", self.held_s)
 
     @property
@@ -111,10 +116,14 @@ class SeatGate:
     def visit(self, token: str | None) -> Visit:
         return Visit(self, token)
 
-    def plan(self) -> SeatPlan:
-        """The forecast now: the admitted draining in order, each hold not yet due arriving at its due time."""
+    def plan(self, *, with_told: bool = False) -> SeatPlan:
+        """The forecast now: the admitted draining in order, each hold not yet due arriving at its due time
+        (and, `with_told`, each refusal told a time without a hold, as if it comes then)."""
         room, now = self._lane.room, self.holds.now()  # the holds' clock: due times and "now" are one time
         returners = [Returner(hold.due - now, room.one(hold.chars)) for hold in self.holds.ahead()]
+        if with_told:
+            self._told = [(due, chars) for due, chars in self._told if due > now]
+            returners += [Returner(due - now, room.one(chars)) for due, chars in self._told]
         seated = [room.one(chars) for chars in self._seated_chars]
         return SeatPlan.of(self.capacity, room.after_reviews(0), self._in_flight, seated, returners)
 
@@ -124,6 +133,8 @@ class SeatGate:
         if not await self._admit(visit, len(text)):
             raise self._refuse(visit, time.monotonic() - arrived, len(text))
         deadline = time.monotonic() + self._max_wait_s  # from the seat: a returner's time at the door is its hold's
+        if self._admitted == 0:
+            self._busy_since = self.holds.now()
         self._admitted += 1
         self._seated_chars.append(len(text))
         self._lane.room.changed()
@@ -191,7 +202,14 @@ class SeatGate:
             return True  # work-conserving: an idle lane beats the forecast (a returner then waits at most a review)
         if self._admitted >= self.capacity:
             return False
-        return self.plan().admits_walk_in(self._lane.room.one(chars))
+        return self.plan().admits_walk_in(self._lane.room.one(chars), crowd=self._crowd_at_an_idle_box())
+
+    def _crowd_at_an_idle_box(self) -> bool:
+        """② went from empty to busy less than a review ago: this walk-in came with the crowd that found it
+        empty (a class firing together), which fills ② as a crowd would an empty box; a returner due soon
+        then sits down at most a second (or a review) late. Otherwise the promise is kept to the letter."""
+        since = self._busy_since
+        return since is not None and self.holds.now() - since <= self._lane.room.per_review_s
 
     def _refuse(self, visit: Visit | None, waited_s: float, chars: int) -> BoxFull:
         """429 with when to come back; with holds on, a token for a seat the forecast sees free then.
@@ -208,15 +226,14 @@ class SeatGate:
         headers = {"Seat-Hold-Result": visit.result} if visit is not None and visit.result else {}
         if not self.holds.enabled:
             return BoxFull(message, self.retry_after_s(), headers=headers, reason="seats_full", waited_s=waited_s)
-        plan = self.plan()
+        plan, cost = self.plan(), self._lane.room.one(chars)
         come_back = plan.first_hold(max_reviews=self.holds.horizon_reviews)
         token = None if come_back is None else self.holds.issue(come_back, chars)
         if token is None:  # every seat the admitted free is promised (or past the horizon): only when one is free
-            hint = come_back or plan.first_free(self._lane.room.one(chars)) or math.ceil(self.retry_after_s())
+            hint = come_back or self._told_when(cost, chars) or plan.first_free(cost) or math.ceil(self.retry_after_s())
             return BoxFull(message, hint, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (
-            f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After;"
-            " as forecast, you sit down within a second (or a review, if longer) of it."
+            f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
         )
         extra: dict[str, object] = {"hold_token": token, "hold_grace_s": self.holds.grace_s}
         return BoxFull(
@@ -227,6 +244,14 @@ class SeatGate:
             reason="seats_full",
             waited_s=waited_s,
         )
+
+    def _told_when(self, cost_s: float, chars: int) -> int | None:
+        """A Retry-After without a hold, one seat past those told before (so a class's refusals are not all
+        told the same second), within the horizon; it is remembered until it is due."""
+        told = self.plan(with_told=True).first_free(cost_s, max_reviews=self.holds.horizon_reviews)
+        if told is not None:
+            self._told.append((self.holds.now() + told, chars))
+        return told
 
     def _waited_too_long(self, arrived: float) -> WaitedTooLong:
         self._refused["waited_too_long"] += 1

@@ -4,8 +4,9 @@ A small deterministic model of ②'s box, in seconds from now: the admitted requ
 (the one on the lane, then the seated in order), and each returner whose hold is not yet due arrives at its
 due time, sits down, and leaves when its own review is done. The gate asks it three questions:
 
-- may a walk-in sit down now? Yes if no returner then sits down more than `late_s` after its due time (a
-  second, Retry-After's unit, or a review if longer: no seat frees before the review on the lane ends);
+- may a walk-in sit down now? Yes if no returner then sits down after its due time; for one of a crowd
+  that found ② empty, not more than `late_s` after it (a second, Retry-After's unit, or a review if
+  longer: no seat frees before the review on the lane ends);
 - when is a seat free for a hold? Only a seat someone admitted now will free: never one that a returner,
   who may not come, would free after its own review (holds do not stack on holds);
 - when is a seat free at all, if every returner comes? The Retry-After of a refusal that gets no hold.
@@ -20,8 +21,8 @@ EPS = 1e-6  # a seat freed at the very instant a returner is due is free for it
 
 
 def late_s(returner: "Returner") -> float:
-    """How late a walk-in may make a returner sit down: a second, Retry-After's unit (holds due in the same
-    second arrive together), or its own review when reviews are longer (nobody sits before one leaves)."""
+    """How late a crowd at an empty ② may make a returner sit down: a second, Retry-After's unit (holds due in
+    the same second arrive together), or its own review when reviews are longer (nobody sits before one leaves)."""
     return max(1.0, returner.cost_s)
 
 
@@ -63,14 +64,14 @@ class SeatPlan:
         """Every returner finds a free seat at its due time."""
         return all(sit <= r.due_s + EPS for sit, r in zip(self._sits(self.returners), self.returners, strict=True))
 
-    def admits_walk_in(self, cost_s: float) -> bool:
-        """Seating one more now makes no returner sit down more than `late_s` after its due time (or, if the
-        lane already runs behind the forecast that promised it, later than it would anyway)."""
+    def admits_walk_in(self, cost_s: float, *, crowd: bool = False) -> bool:
+        """Seating one more now makes no returner sit down later than its due time (`crowd`: more than
+        `late_s` after it), or, if the lane already runs behind the forecast that promised it, later than
+        it would anyway."""
         before = self._sits(self.returners)
         after = self.with_walk_in(cost_s)._sits(self.returners)
-        return all(
-            a <= max(r.due_s + late_s(r), b) + EPS for a, b, r in zip(after, before, self.returners, strict=True)
-        )
+        late = late_s if crowd else (lambda _: 0.0)
+        return all(a <= max(r.due_s + late(r), b) + EPS for a, b, r in zip(after, before, self.returners, strict=True))
 
     def first_hold(self, max_reviews: float = math.inf) -> int | None:
         """The first whole second from now at which a seat that someone admitted now will have left is free

@@ -59,9 +59,10 @@ async def test_after_a_burst_that_never_comes_back_the_next_burst_is_seated_like
     gate = gate_of(steady_lane, clock, seats=4)
     seated, refusals = await burst(gate, 12, "첫 발사")
     assert (len(seated), len(refusals)) == (5, 7)
-    assert [r.retry_after_s for r in refusals] == [1, 2, 3, 4, 5, 6, 6]
-    # One hold for each seat the five admitted free; the last two hear when a seat is free, with no hold:
-    # a hold never rests on a seat that a returner (who may not come) would free (before: seven holds, 1…7).
+    assert [r.retry_after_s for r in refusals] == [1, 2, 3, 4, 5, 6, 7]
+    # One hold for each seat the five admitted free; the last two are told when a seat is free if the held
+    # come, one seat apart, without a hold: a hold never rests on a seat that a returner (who may not come)
+    # would free (before: seven holds, 1…7).
     assert ["Seat-Hold" in r.headers for r in refusals] == [True] * 5 + [False] * 2
     await drain(scorer, seated)
     clock.now += 7.5  # every returner was due; none came; the last hold is in its grace window

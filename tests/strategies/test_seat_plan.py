@@ -1,5 +1,6 @@
 """②'s seat forecast on its own: seats free at the times the lane's backlog says, a hold rests only on a seat
-someone admitted frees, and a walk-in may make a returner sit down at most a second (or a review) after its due time."""
+someone admitted frees, and a walk-in takes no seat a returner is due in (one of a crowd that found the box empty
+may make it at most a second, or a review, late)."""
 
 from app.paths.seat_plan import Returner, SeatPlan
 
@@ -39,34 +40,42 @@ def test_no_hold_is_promised_past_the_horizon() -> None:
     assert dues == [1, 2, None, None, None, None, None]  # a third would wait for 3 reviews to end
 
 
-def test_a_walk_in_may_make_a_returner_sit_down_at_most_a_second_late() -> None:
+def test_a_walk_in_may_sit_unless_it_takes_a_seat_a_returner_is_due_in() -> None:
     lone = SeatPlan.of(2, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(1.0, 1.0)])
-    assert lone.with_walk_in(1.0).keeps_promises()  # the one in flight leaves as the returner comes
+    assert lone.admits_walk_in(1.0)  # the one in flight leaves as the returner comes
     soon = SeatPlan.of(2, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(0.1, 1.0)])
-    assert not soon.with_walk_in(1.0).keeps_promises()  # the returner sits down 0.9 s late…
-    assert soon.admits_walk_in(1.0)  # …within the second after its due time
+    assert not soon.admits_walk_in(1.0)  # the returner would sit down 0.9 s late
+
+
+def test_the_crowd_that_found_the_box_empty_may_make_a_returner_at_most_a_second_or_a_review_late() -> None:
+    soon = SeatPlan.of(2, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(0.1, 1.0)])
+    assert soon.admits_walk_in(1.0, crowd=True)  # 0.9 s late: within the second after its due time
     far = SeatPlan.of(2, ahead_s=2.5, in_flight=1, seated_s=[], returners=[Returner(0.1, 1.0)])
-    assert not far.admits_walk_in(1.0)  # 2.4 s late: more than a second and more than its review
+    assert not far.admits_walk_in(1.0, crowd=True)  # 2.4 s late: more than a second and more than its review
     slow = SeatPlan.of(2, ahead_s=2.0, in_flight=1, seated_s=[], returners=[Returner(0.5, 2.0)])
-    assert slow.admits_walk_in(2.0)  # 1.5 s late on a box of 2 s reviews: nobody sits before the one on the lane leaves
+    assert slow.admits_walk_in(2.0, crowd=True)  # 1.5 s late on a box of 2 s reviews: no seat frees sooner
 
 
 def test_a_walk_in_may_take_a_seat_that_frees_before_any_promise_needs_it() -> None:
     # Three seats, one in flight for 1 s, two returners due at 1.5 s: one walk-in leaves at 2 s and leaves
-    # them room; a second makes one of them sit down at 2 s (half a second late); a third, at 3 s.
+    # them room; a second would still be seated when they come (with the crowd: half a second late, then a
+    # third, 1.5 s late, is too many).
     plan = SeatPlan.of(3, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(1.5, 1.0), Returner(1.5, 1.0)])
-    assert plan.with_walk_in(1.0).keeps_promises()
-    assert plan.with_walk_in(1.0).admits_walk_in(1.0)
-    assert not plan.with_walk_in(1.0).with_walk_in(1.0).admits_walk_in(1.0)
+    assert plan.admits_walk_in(1.0) and plan.with_walk_in(1.0).keeps_promises()
+    assert not plan.with_walk_in(1.0).admits_walk_in(1.0)
+    assert plan.with_walk_in(1.0).admits_walk_in(1.0, crowd=True)
+    assert not plan.with_walk_in(1.0).with_walk_in(1.0).admits_walk_in(1.0, crowd=True)
 
 
 def test_the_class_firing_again_as_its_first_round_ends_fills_every_seat() -> None:
     # The first round's admitted are gone; one hold is still ahead, due 0.9 s from now (its Retry-After was
-    # rounded up). The first walk-in is on the lane for 1 s: four more fit, the returner then sits down 0.1 s late.
+    # rounded up). The first walk-in is on the lane for 1 s: four more of its crowd fit, the returner then
+    # sits down 0.1 s late; to the letter, the fifth would not.
     plan = SeatPlan.of(5, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(0.9, 1.0)])
-    for _ in range(4):
+    for _ in range(3):
         assert plan.admits_walk_in(1.0)
         plan = plan.with_walk_in(1.0)
+    assert not plan.admits_walk_in(1.0) and plan.admits_walk_in(1.0, crowd=True)
 
 
 def test_holds_due_in_the_same_second_leave_room_for_a_class_on_a_fast_box() -> None:
@@ -74,7 +83,7 @@ def test_holds_due_in_the_same_second_leave_room_for_a_class_on_a_fast_box() -> 
     # (now + 0.05 s). The class's five walk-ins still fit: the last returner sits down 0.75 s late.
     plan = SeatPlan.of(5, ahead_s=0.2, in_flight=1, seated_s=[], returners=[Returner(0.05, 0.2)] * 4)
     for _ in range(4):
-        assert plan.admits_walk_in(0.2)
+        assert plan.admits_walk_in(0.2, crowd=True)
         plan = plan.with_walk_in(0.2)
 
 
