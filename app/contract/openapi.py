@@ -27,8 +27,8 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "integer"},
     },
     "Seat-Hold": {
-        "description": "② 429: a token for a seat held until a few seconds after Retry-After; send it back as "
-        "the Seat-Hold request header (once).",
+        "description": "② 429, one per seat the admitted will free (the rest get only Retry-After): a token for "
+        "a seat held until a few seconds after Retry-After; send it back as the Seat-Hold request header (once).",
         "schema": {"type": "string"},
     },
     "Seat-Hold-Result": {

@@ -72,6 +72,7 @@ class SeatHolds:
         self._secret = secret or secrets.token_bytes(32)
         self._live: dict[str, Hold] = {}
         self._spent: OrderedDict[str, HoldCheck] = OrderedDict()
+        self._told: list[Hold] = []  # Retry-Afters given without a hold, until due (they bind nobody)
         self._issued = 0
         self._no_shows = 0
         self._results = dict.fromkeys(HOLD_RESULTS, 0)
@@ -98,6 +99,16 @@ class SeatHolds:
         self._live[hold_id] = Hold(due, due + self.grace_s, chars)
         self._issued += 1
         return f"{hold_id}.{self._mac(hold_id)}"
+
+    def tell(self, come_back_s: int, chars: int = 0) -> None:
+        """Remember a Retry-After given without a hold until it is due: the next refusal's is spread one seat
+        past it (a class is not all told the same second), though no walk-in waits for it."""
+        due = self._clock() + come_back_s
+        self._told = [*self.told(), Hold(due, due, chars)]
+
+    def told(self) -> list[Hold]:
+        now = self._clock()
+        return [hold for hold in self._told if hold.due > now]
 
     def ahead(self) -> list[Hold]:
         """The live holds not yet due: the promises a walk-in must not break."""

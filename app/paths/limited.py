@@ -67,9 +67,6 @@ class SeatGate:
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
         self._seated_chars: list[int] = []  # of the requests seated, not yet on the lane, in arrival order
-        # Refusals told only when (no hold), as (due on the holds' clock, chars): later hints are spread past
-        # them, one seat apart, as if they come; they bind nobody (a walk-in never waits for them).
-        self._told: list[tuple[float, int]] = []
         self._busy_since: float | None = None  # on the holds' clock: when ② last went from empty to busy
         lane.room.share("limited", self.held_s)
 
@@ -120,10 +117,8 @@ class SeatGate:
         """The forecast now: the admitted draining in order, each hold not yet due arriving at its due time
         (and, `with_told`, each refusal told a time without a hold, as if it comes then)."""
         room, now = self._lane.room, self.holds.now()  # the holds' clock: due times and "now" are one time
-        returners = [Returner(hold.due - now, room.one(hold.chars)) for hold in self.holds.ahead()]
-        if with_told:
-            self._told = [(due, chars) for due, chars in self._told if due > now]
-            returners += [Returner(due - now, room.one(chars)) for due, chars in self._told]
+        ahead = self.holds.ahead() + (self.holds.told() if with_told else [])
+        returners = [Returner(hold.due - now, room.one(hold.chars)) for hold in ahead]
         seated = [room.one(chars) for chars in self._seated_chars]
         return SeatPlan.of(self.capacity, room.after_reviews(0), self._in_flight, seated, returners)
 
@@ -205,9 +200,8 @@ class SeatGate:
         return self.plan().admits_walk_in(self._lane.room.one(chars), crowd=self._crowd_at_an_idle_box())
 
     def _crowd_at_an_idle_box(self) -> bool:
-        """② went from empty to busy less than a review ago: this walk-in came with the crowd that found it
-        empty (a class firing together), which fills ② as a crowd would an empty box; a returner due soon
-        then sits down at most a second (or a review) late. Otherwise the promise is kept to the letter."""
+        """② went from empty to busy less than a review ago: this walk-in came with the crowd that found it empty
+        (a class firing together), which fills ② as the first crowd did (a returner due soon may be late)."""
         since = self._busy_since
         return since is not None and self.holds.now() - since <= self._lane.room.per_review_s
 
@@ -236,21 +230,14 @@ class SeatGate:
             f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
         )
         extra: dict[str, object] = {"hold_token": token, "hold_grace_s": self.holds.grace_s}
-        return BoxFull(
-            message,
-            come_back,
-            headers={**headers, "Seat-Hold": token},
-            extra=extra,
-            reason="seats_full",
-            waited_s=waited_s,
-        )
+        headers["Seat-Hold"] = token
+        return BoxFull(message, come_back, headers=headers, extra=extra, reason="seats_full", waited_s=waited_s)
 
     def _told_when(self, cost_s: float, chars: int) -> int | None:
-        """A Retry-After without a hold, one seat past those told before (so a class's refusals are not all
-        told the same second), within the horizon; it is remembered until it is due."""
+        """A Retry-After without a hold, one seat past those told before (within the horizon)."""
         told = self.plan(with_told=True).first_free(cost_s, max_reviews=self.holds.horizon_reviews)
         if told is not None:
-            self._told.append((self.holds.now() + told, chars))
+            self.holds.tell(told, chars)
         return told
 
     def _waited_too_long(self, arrived: float) -> WaitedTooLong:

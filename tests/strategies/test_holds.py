@@ -100,3 +100,16 @@ def test_a_dropped_hold_frees_its_seat() -> None:
     seats.drop(seats.check(token)[1])
     assert seats.live == 0
     assert seats.check(token)[0] is HoldCheck.GONE
+
+
+def test_times_told_without_a_hold_are_kept_until_due_and_are_no_holds() -> None:
+    clock = Clock()
+    seats = holds(clock)
+    start = clock.now
+    seats.tell(2, chars=30)
+    seats.tell(3)
+    assert [h.due - start for h in seats.told()] == [2.0, 3.0] and seats.live == 0 and seats.ahead() == []
+    clock.now += 2.5
+    assert [h.due - start for h in seats.told()] == [3.0]
+    seats.tell(1)
+    assert [h.due - start for h in seats.told()] == [3.0, 3.5]
