@@ -288,6 +288,14 @@ def useful_lane_s_in_window(o: Fate, window_s: float) -> float:
     return max(0.0, min(end, window_s) - max(start, 0.0)) / (o.batch_size or 1)
 
 
+def offered_vs(config: LoadConfig, outcomes: list[Fate], capacity: float | None) -> float | None:
+    """First tries a second over the reviews a second the lane held: the load an open loop really offered."""
+    if config.mode != "open" or not capacity:
+        return None
+    first_tries = sum(1 for o in outcomes if not o.retry)
+    return round(first_tries / config.duration_s / capacity, 2)
+
+
 def summarize(result: LoadResult) -> dict[str, Any]:
     """Counts that add up, latency percentiles, useful throughput against lane capacity, honest hints."""
     config, outcomes = result.config, result.outcomes
@@ -310,6 +318,8 @@ def summarize(result: LoadResult) -> dict[str, Any]:
         "useful_per_s": round(useful, 3),
         "lane_capacity_per_s": None if capacity is None else round(capacity, 3),
         "useful_vs_capacity": None if capacity is None else round(useful / capacity, 3),
+        # How many times its capacity the lane was offered: first tries only, against what it held in the run.
+        "offered_vs_capacity": offered_vs(config, outcomes, capacity),
         # The same question without edge effects: the share of the window the lane spent on answers delivered.
         "useful_lane_share": round(busy / config.duration_s, 3) if costs else None,
         "mean_batch": round(sum(o.batch_size or 1 for o in ok) / len(ok), 2) if batched and ok else None,
@@ -335,6 +345,9 @@ def summarize(result: LoadResult) -> dict[str, Any]:
             # The cost of holding seats: how often a first try (a walk-in) was refused.
             "walk_ins": len(walk_ins),
             "walk_ins_refused": round(len(refused) / len(walk_ins), 3) if walk_ins else None,
+            # No policy seats more returners on their first return than the lane served answers: were every
+            # answer a returner's, this share of them would be seated. A target above it measures the load.
+            "seated_at_most": round(min(1.0, len(ok) / len(walk_ins)), 3) if walk_ins else None,
         }
     stats = result.server_after.get("stats", {})
     if stats:

@@ -59,6 +59,26 @@ def test_summary_measures_capacity_hints_and_comebacks() -> None:
         "hold_results": {},
         "walk_ins": 3,
         "walk_ins_refused": round(1 / 3, 3),
+        "seated_at_most": 1.0,  # three answers for three first tries
     }
+    assert summary["offered_vs_capacity"] == 0.3  # three first tries in 10 s, one review a lane-second
     assert summary["rejection_latency_s"]["max"] == 0.02
     assert summary["mean_batch"] == 1.67
+
+
+def test_summary_bounds_what_any_seat_policy_could_do() -> None:
+    """Four first tries, two answers in all: at most half the returners could be seated on their first return."""
+    config = LoadConfig(url="http://lab", path="limited", mode="open", rate=2, duration_s=2)
+    outcomes = [
+        Fate(0.0, 1.0, "ok", 200, infer_ms=1000),
+        Fate(0.5, 0.01, "rejected_429", 429, retry_after_s=1),
+        Fate(1.0, 0.01, "rejected_429", 429, retry_after_s=1),
+        Fate(1.5, 0.01, "rejected_429", 429, retry_after_s=1),
+        Fate(1.5, 1.5, "ok", 200, retry=True, infer_ms=1000),
+        Fate(2.0, 0.01, "rejected_429", 429, retry=True),
+        Fate(2.5, 0.01, "rejected_429", 429, retry=True),
+    ]
+    back = summarize(LoadResult(config, "now", outcomes))["comeback"]
+    assert back["got_a_seat"] == round(1 / 3, 3)
+    assert back["seated_at_most"] == 0.5
+    assert summarize(LoadResult(config, "now", outcomes))["offered_vs_capacity"] == 2.0

@@ -52,6 +52,16 @@ def test_render_shows_kills_ratios_and_hints() -> None:
     assert "Busy box." in text
 
 
+def test_render_says_what_any_seat_policy_could_have_done() -> None:
+    back = {"retries": 168, "got_a_seat": 0.375, "seated_at_most": 0.435}
+    text = render(
+        [row("limited-2x60-retry", "hints", comeback=back, offered_vs_capacity=2.66)],
+        {"date": "today", "machine": "2 cores", "model": "twin", "sharing": ""},
+    )
+    assert "37.5 % of 168 clients" in text
+    assert "at most 43.5 % could have been, offered 2.66x the capacity the lane held" in text
+
+
 def test_partial_rerun_replaces_its_rows_and_keeps_the_others(tmp_path: Path) -> None:
     saved = tmp_path / "overload.json"
     saved.write_text(json.dumps({"meta": {}, "rows": [row("naive-12", "memory"), row("limited-10x", "overload")]}))
