@@ -170,6 +170,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         )
         paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
         knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
+        if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
+            malloc_trim()
         log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,

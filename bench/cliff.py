@@ -7,9 +7,10 @@
   beyond the lab's own server is what the lab's box holds for it (`app/data/seed_server.json`).
 - `lab`: `python -m app.box` with its defaults (what `just serve` runs).
 
-Each try is a fresh server, measured at rest (one review served, then the charge: usage less inactive
-page cache, and the anonymous memory), then N distinct sample reviews at once at ①: how many were
-answered, whether the kernel killed it (OOM kills in its group, or the box's death count), and the peak.
+Each try is a fresh server, measured as it comes up and at rest (one review served, unless `--cold`:
+the charge, usage less inactive page cache, and the anonymous memory), then N distinct sample reviews
+at once at ①: how many were answered, whether the kernel killed it (OOM kills in its group, or the box's
+death count), and the peak.
 Needs root (cgroups) and the `model` extra for `seed`. JSON lines on stdout, one per try.
 """
 
@@ -118,16 +119,18 @@ def reset_peak(group_dir: Path) -> None:
     (group_dir / "memory.max_usage_in_bytes").write_text("0")
 
 
-def try_seed(model: Path, n: int, attempt: int, core: int) -> dict[str, Any]:
+def try_seed(model: Path, n: int, attempt: int, core: int, prime: bool) -> dict[str, Any]:
     with seed_server(model, core) as (url, group):
-        httpx.post(f"{url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
-        time.sleep(2)
+        ready = charged(group.folder)
+        if prime:
+            httpx.post(f"{url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
+            time.sleep(2)
         rest = charged(group.folder)
         reset_peak(group.folder)
         statuses = asyncio.run(burst(url, texts_for(n, attempt)))
         time.sleep(0.5)
         died = group.oom_kills() > 0
-        return {"rest": rest, "peak": group.peak_bytes(), "statuses": statuses, "died": died}
+        return {"ready": ready, "rest": rest, "peak": group.peak_bytes(), "statuses": statuses, "died": died}
 
 
 def box_stats(url: str) -> dict[str, Any]:
@@ -135,12 +138,14 @@ def box_stats(url: str) -> dict[str, Any]:
     return body
 
 
-def try_lab(n: int, attempt: int, stand_in: bool) -> dict[str, Any]:
+def try_lab(n: int, attempt: int, stand_in: bool, prime: bool) -> dict[str, Any]:
     with ServerProcess(TWIN_MODEL_DIR, box=True, LAB_BOX_STAND_IN="1" if stand_in else "0") as server:
-        httpx.post(f"{server.url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
-        time.sleep(2)
         groups = box_groups(server.pid)
         memory_dir = groups.dirs["memory"] if groups is not None else None
+        ready = charged(memory_dir) if memory_dir is not None else {}
+        if prime:
+            httpx.post(f"{server.url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
+            time.sleep(2)
         rest = charged(memory_dir) if memory_dir is not None else {}
         if memory_dir is not None:
             reset_peak(memory_dir)
@@ -148,7 +153,8 @@ def try_lab(n: int, attempt: int, stand_in: bool) -> dict[str, Any]:
         statuses = asyncio.run(burst(server.url, texts_for(n, attempt)))
         peak = MemoryFiles.at(memory_dir).peak_bytes() if memory_dir is not None else 0
         after = _after_death(server.url)
-        return {"rest": rest, "peak": peak, "statuses": statuses, "died": after["box"]["deaths"] > deaths}
+        died = after["box"]["deaths"] > deaths
+        return {"ready": ready, "rest": rest, "peak": peak, "statuses": statuses, "died": died}
 
 
 def _after_death(url: str, limit_s: float = 300) -> dict[str, Any]:
@@ -172,6 +178,11 @@ def main() -> None:
     parser.add_argument(
         "--no-stand-in", action="store_true", help="the lab's box without the seed's libraries' memory (to measure it)"
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="fire at the box as it comes up, as the first student after a start or a death does (no review first)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     servers = ["seed", "lab"] if args.server == "both" else [args.server]
@@ -182,14 +193,16 @@ def main() -> None:
             for n in sizes:
                 for attempt in range(args.tries):
                     run = (
-                        try_seed(model, n, attempt, args.core)
+                        try_seed(model, n, attempt, args.core, not args.cold)
                         if server == "seed"
-                        else try_lab(n, attempt, not args.no_stand_in)
+                        else try_lab(n, attempt, not args.no_stand_in, not args.cold)
                     )
                     statuses = run.pop("statuses")
                     label = "lab (no stand-in)" if server == "lab" and args.no_stand_in else server
                     row = {"server": label, "n": n, "try": attempt + 1, "answered": statuses.count(200), **run}
-                    row["rest_mib"] = {k: round(v / MIB) for k, v in row.pop("rest").items()}
+                    row["cold"] = args.cold
+                    for when in ("ready", "rest"):  # as it came up; before the burst
+                        row[f"{when}_mib"] = {k: round(v / MIB) for k, v in row.pop(when).items()}
                     row["peak_mib"] = round(row.pop("peak") / MIB)
                     row["at"] = f"{datetime.now(UTC):%H:%M:%S}"
                     print(json.dumps(row), flush=True)

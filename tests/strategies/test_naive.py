@@ -3,6 +3,8 @@
 import asyncio
 import sys
 
+import pytest
+
 from app.engine.model import CallShape, RerankerModel
 from app.memory.give_back import malloc_trim
 from app.paths.naive import NaiveRunner
@@ -51,3 +53,22 @@ async def test_naive_calls_the_model_as_a_student_server_does_one_call_per_revie
     outcome = await NaiveRunner(m).run("가격 대비 괜찮아요")
     assert counting.rows == [len(TOPICS)]
     assert len(outcome.ranking) == len(TOPICS)
+
+
+async def test_start_up_gives_the_heap_it_freed_back_once(
+    lab_client: LabClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh incarnation starts at the rest the box was measured at, not ~65 MiB above it (docs/box.md)."""
+    trims: list[str] = []
+
+    def trim() -> bool:
+        trims.append("trim")
+        return True
+
+    monkeypatch.setattr("app.lab.malloc_trim", trim)
+    async with lab_client(GatedScorer(gated=False)) as client:
+        assert trims == ["trim"]
+        assert (await client.post("/api/limited/predict", json={"text": "리뷰"})).status_code == 200
+        assert trims == ["trim"]  # the lane's paths leave the heap to the next review
+    async with lab_client(GatedScorer(gated=False), memory_trim=False):
+        assert trims == ["trim"]
