@@ -119,12 +119,17 @@ def reset_peak(group_dir: Path) -> None:
     (group_dir / "memory.max_usage_in_bytes").write_text("0")
 
 
+def one_review(url: str) -> None:
+    """The review served before the rest is measured (what `--cold` leaves out), then its memory settles."""
+    httpx.post(f"{url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
+    time.sleep(2)
+
+
 def try_seed(model: Path, n: int, attempt: int, core: int, prime: bool) -> dict[str, Any]:
     with seed_server(model, core) as (url, group):
         ready = charged(group.folder)
         if prime:
-            httpx.post(f"{url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
-            time.sleep(2)
+            one_review(url)
         rest = charged(group.folder)
         reset_peak(group.folder)
         statuses = asyncio.run(burst(url, texts_for(n, attempt)))
@@ -144,8 +149,7 @@ def try_lab(n: int, attempt: int, stand_in: bool, prime: bool) -> dict[str, Any]
         memory_dir = groups.dirs["memory"] if groups is not None else None
         ready = charged(memory_dir) if memory_dir is not None else {}
         if prime:
-            httpx.post(f"{server.url}{NAIVE}", json={"text": SAMPLES[0]}, timeout=120)
-            time.sleep(2)
+            one_review(server.url)
         rest = charged(memory_dir) if memory_dir is not None else {}
         if memory_dir is not None:
             reset_peak(memory_dir)

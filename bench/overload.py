@@ -13,6 +13,8 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -175,6 +177,32 @@ async def still_healthy(url: str) -> bool:
         return False
 
 
+@contextmanager
+def fresh_server(scenario: Scenario, model_dir: Path, log_path: Path) -> Iterator[tuple[MemoryCgroup, CappedServer]]:
+    """A server alone in a fresh capped cgroup, with a ticket store of its own: no run inherits another's queue."""
+    with MemoryCgroup(MEMORY_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-overload-") as data:
+        settings = {"LAB_JOB_STORE": f"sqlite:///{data}/jobs.db", **scenario.settings}
+        with CappedServer(group, model_dir, log_path, **settings) as server:
+            yield group, server
+
+
+def load_config(scenario: Scenario, url: str, rate: float, duration_s: float) -> LoadConfig:
+    return LoadConfig(
+        url=url,
+        path=scenario.path,
+        mode="closed" if scenario.concurrency else "open",
+        rate=rate,
+        burst=scenario.burst,
+        every_s=scenario.every_s,
+        concurrency=scenario.concurrency,
+        duration_s=duration_s,
+        drain_s=scenario.drain_s,
+        retry_once=scenario.retry_once,
+        text_chars=scenario.text_chars,
+        follow_tickets=scenario.follow_tickets,
+    )
+
+
 def capacity_in_use(scenario: Scenario, model_dir: Path, out_dir: Path, probe_s: float) -> float:
     """Reviews a second the lane holds while this scenario's crowd and its retries share its core.
 
@@ -183,22 +211,11 @@ def capacity_in_use(scenario: Scenario, model_dir: Path, out_dir: Path, probe_s:
     offered 2.7x. The probe runs the scenario at that idle sizing on a fresh server of its own.
     """
     log_path = out_dir / f"overload-{scenario.name}-probe.log"
-    with MemoryCgroup(MEMORY_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-probe-") as data:
-        settings = {"LAB_JOB_STORE": f"sqlite:///{data}/jobs.db", **scenario.settings}
-        with CappedServer(group, model_dir, log_path, **settings) as server:
-            idle_s = asyncio.run(capacity_s(server.url))
-            config = LoadConfig(
-                url=server.url,
-                path=scenario.path,
-                mode="open",
-                rate=scenario.capacity_x / idle_s,
-                duration_s=probe_s,
-                drain_s=scenario.drain_s,
-                retry_once=scenario.retry_once,
-                text_chars=scenario.text_chars,
-            )
-            capacity = asyncio.run(run_load(config)).summary()["lane_capacity_per_s"]
+    with fresh_server(scenario, model_dir, log_path) as (_, server):
+        rate = scenario.capacity_x / asyncio.run(capacity_s(server.url))
+        result = asyncio.run(run_load(load_config(scenario, server.url, rate, probe_s)))
     log_path.unlink(missing_ok=True)
+    capacity = result.summary()["lane_capacity_per_s"]
     if not capacity:
         raise RuntimeError(f"{scenario.name}: the probe served nothing, so it measured no capacity")
     return float(capacity)
@@ -209,36 +226,18 @@ def run_scenario(scenario: Scenario, model_dir: Path, out_dir: Path, quick: bool
     log_path = out_dir / f"overload-{scenario.name}.log"
     in_use = capacity_in_use(scenario, model_dir, out_dir, 5.0 if quick else 20.0) if scenario.sized_in_use else None
     load_before = os.getloadavg()
-    # Each server gets a ticket store of its own, so no scenario inherits another's queue.
-    with MemoryCgroup(MEMORY_CAP_BYTES) as group, tempfile.TemporaryDirectory(prefix="lab-overload-") as data:
-        settings = {"LAB_JOB_STORE": f"sqlite:///{data}/jobs.db", **scenario.settings}
-        server = CappedServer(group, model_dir, log_path, **settings)
-        with server:
-            assert server.process is not None
-            service_s = asyncio.run(capacity_s(server.url))
-            rate = scenario.rate or (scenario.capacity_x / service_s if scenario.capacity_x else 0.0)
-            if in_use is not None:
-                rate = scenario.capacity_x * in_use
-            config = LoadConfig(
-                url=server.url,
-                path=scenario.path,
-                mode="closed" if scenario.concurrency else "open",
-                rate=rate,
-                burst=scenario.burst,
-                every_s=scenario.every_s,
-                concurrency=scenario.concurrency,
-                duration_s=duration,
-                drain_s=scenario.drain_s,
-                retry_once=scenario.retry_once,
-                text_chars=scenario.text_chars,
-                follow_tickets=scenario.follow_tickets,
-            )
-            cpu = CpuShare(server.process.pid)
-            with PeakRss(alone(server.process.pid), every_s=0.05, also={"anon": group.anon_bytes}) as watch:
-                result = asyncio.run(run_load(config))
-            shares = cpu.read()
-            alive = server.process.poll() is None and asyncio.run(still_healthy(server.url))
-            exit_code = server.stop()
+    with fresh_server(scenario, model_dir, log_path) as (group, server):
+        assert server.process is not None
+        service_s = asyncio.run(capacity_s(server.url))
+        per_s = in_use if in_use is not None else 1 / service_s
+        rate = scenario.rate or scenario.capacity_x * per_s
+        config = load_config(scenario, server.url, rate, duration)
+        cpu = CpuShare(server.process.pid)
+        with PeakRss(alone(server.process.pid), every_s=0.05, also={"anon": group.anon_bytes}) as watch:
+            result = asyncio.run(run_load(config))
+        shares = cpu.read()
+        alive = server.process.poll() is None and asyncio.run(still_healthy(server.url))
+        exit_code = server.stop()
         summary = write_result(result, out_dir / f"overload-{scenario.name}")
         row = {
             "name": scenario.name,
