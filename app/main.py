@@ -11,6 +11,7 @@ from app.boxed.report import BoxCollector
 from app.contract.error_handlers import SafeJSONResponse, install_error_handlers
 from app.contract.openapi import LabAPI
 from app.door.connections import ConnectionGuard
+from app.door.forwarded import Forwarded
 from app.door.middleware import LabMiddleware
 from app.engine.model import Scorer
 from app.lab import Lab, open_lab
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.add_middleware(
         LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests, routes=routes
     )
+    app.add_middleware(Forwarded, trusted=settings.trusted_proxy)  # outermost: every part sees what the class typed
     install_error_handlers(app)
     app.include_router(predict.router)
     app.include_router(tickets.router)

@@ -76,6 +76,7 @@ def server(app: FastAPI, settings: Settings, *, host: str, port: int, fd: int | 
         # box ~5 % of a lone review with 300 pages open (docs/reliability.md); they are small and local.
         ws_per_message_deflate=False,
         lifespan="on",
+        proxy_headers=False,  # the front's headers are read by app/door/forwarded.py, which also knows its Host
         access_log=False,
         log_level=log_level,
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),

@@ -143,6 +143,12 @@ class Settings(BaseSettings):
     # them the front makes a self-signed one for LAB_DOMAIN (browsers warn once).
     front_cert: Path | None = None
     front_key: Path | None = None
+    # Students behind one address (a school's NAT) whom the front still serves as students: its per-address
+    # ceilings are this many students' limits (docs/classroom.md, "Behind one school address").
+    class_size: int = 40
+    # The one address whose X-Forwarded-Proto/-Host/-For the box believes: the front's (it reaches the box
+    # over loopback). Anyone else's are ignored, so nobody can make the page show another address.
+    trusted_proxy: str = "127.0.0.1"
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000

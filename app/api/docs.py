@@ -12,6 +12,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from app.contract.student import keep_student
 from app.settings import PROJECT_ROOT
 
 DOCS_URL = "/api/docs"
@@ -30,7 +31,7 @@ def assets() -> StaticFiles:
 async def swagger_ui(request: Request) -> HTMLResponse:
     root = request.scope.get("root_path", "")
     openapi_url = request.app.openapi_url or "/api/openapi.json"
-    return get_swagger_ui_html(
+    page = get_swagger_ui_html(
         openapi_url=f"{root}{openapi_url}",
         title=f"{request.app.title} — Swagger UI",
         swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
@@ -38,6 +39,8 @@ async def swagger_ui(request: Request) -> HTMLResponse:
         swagger_favicon_url=f"{root}/favicon.ico",
         swagger_ui_parameters=request.app.swagger_ui_parameters,
     )
+    keep_student(request, page)  # a student who starts from Swagger is one student at the front too
+    return page
 
 
 @router.get("/favicon.ico")

@@ -17,6 +17,7 @@ from typing_extensions import TypedDict  # pydantic reads it as a response model
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts
 from app.boxed.report import stand_in
+from app.contract import student
 from app.contract.schema import limits, quoted
 from app.paths.registry import BOX_KNOBS, PathSpec, knob_names
 from app.settings import PROJECT_ROOT, Settings
@@ -129,7 +130,9 @@ async def burst_page(request: Request) -> HTMLResponse:
         "naive_measured": naive_bursts(),
         "stand_in": stand_in(settings.box_state),
     }
-    return templates.TemplateResponse(request=request, name="index.html", context=context)
+    response = templates.TemplateResponse(request=request, name="index.html", context=context)
+    student.keep_student(request, response)
+    return response
 
 
 @router.get("/instructor", response_class=HTMLResponse, include_in_schema=False)

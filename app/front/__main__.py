@@ -22,10 +22,12 @@ from app.front.domain import checked_domain
 from app.front.nginx import FrontConfig, ipv6_here, start_nginx, validate
 from app.front.ports import holder, taken
 from app.front.ready import front_url, wait_ready, warm
+from app.front.refusals import Refusals
 from app.front.tls import certificate
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.front")
+REFUSALS_EVERY_S = 60.0  # how often the instructor is told how many the front itself refused
 
 
 def start_box(settings: Settings) -> "subprocess.Popen[bytes]":
@@ -64,7 +66,7 @@ def prepared(settings: Settings) -> FrontConfig | str:
             cert, key = certificate(domain, state_dir / "tls")
         upstream_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
         upstream = f"[{upstream_host}]:{settings.port}" if ":" in upstream_host else f"{upstream_host}:{settings.port}"
-        config = FrontConfig(settings.https_port, upstream, state_dir, cert, key, ipv6)
+        config = FrontConfig(settings.https_port, upstream, state_dir, cert, key, ipv6, settings.class_size)
         complaint = validate(config)
     except (OSError, ValueError, subprocess.SubprocessError) as err:
         return f"The front cannot be prepared: {err}."
@@ -96,8 +98,14 @@ def main() -> int:
         warm(local)
         log.info("%s  the class's address (HTTPS, HTTP/2) -> the box at http://%s", url, config.upstream)
         log.info("Self-signed for %s unless LAB_FRONT_CERT is set: browsers warn once; log: %s", url, config.state_dir)
+    refusals, said_at = Refusals(config.state_dir / "front-refusals.log"), time.monotonic()
     while not stopping and box.poll() is None and proxy.poll() is None:
         time.sleep(0.2)
+        if time.monotonic() - said_at >= REFUSALS_EVERY_S:
+            said_at = time.monotonic()
+            line = Refusals.said(refusals.since_last(), REFUSALS_EVERY_S / 60)
+            if line:
+                log.info("%s", line)
     if proxy.poll() is not None and not stopping:
         log.error("nginx exited with %s; stopping the box. See %s", proxy.returncode, config.state_dir / "error.log")
     stop_process(proxy, limit_s=10)

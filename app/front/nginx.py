@@ -22,7 +22,10 @@ __all__ = ["FrontConfig", "nginx_binary", "render", "start_nginx", "validate"]
 
 TEMPLATE = Path(__file__).with_name("nginx.conf")
 SAFE_PATH = re.compile(r"^[^\"'\\$;{}\x00-\x1f\x7f]+$")
-LIMIT_DETAIL = "Too many requests at once or too fast from your address (or from the whole class); retry shortly."
+LIMIT_DETAIL = (
+    "The classroom front refused: too many requests at once or too fast from you (or from your whole address or class),"
+    " not the box being full; retry after Retry-After."
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,46 @@ class FrontConfig:
     cert: Path
     key: Path
     ipv6: bool = False
+    class_size: int = 40  # LAB_CLASS_SIZE: students behind one address
+
+
+@dataclass(frozen=True)
+class StudentLimits:
+    """One student's share at the front (nginx.conf's `student_*` zones); an address gets `class_size` of them."""
+
+    requests: int = 32  # at once (each HTTP/2 stream counts): a page's burst of 12 and its other requests
+    live: int = 8  # WebSockets and event streams at once: a page opens one, its tickets' stream another
+    rate_per_s: int = 20  # a loop of requests is refused...
+    burst: int = 100  # ...but a page load (29 files) and a burst of 12 pass undelayed
+    naive_per_min: int = 12  # ① after two bursts: a script looping ① would kill the box at every restart
+    naive_burst: int = 24  # two page bursts of ① (each may kill the box: the lesson)
+
+
+STUDENT = StudentLimits()
+CLASS_REQUESTS = 500  # nginx.conf's class_requests: under the box's LAB_MAX_CONNECTIONS with the live sockets
+
+
+def share(class_size: int) -> dict[str, str]:
+    """The placeholders of one student's limits and of one address's: `class_size` students' (requests at
+    once stop at the class's own ceiling)."""
+    if not 1 <= class_size <= 500:
+        raise ValueError(f"LAB_CLASS_SIZE={class_size} must be 1-500 students")
+    s = STUDENT
+    return {
+        "@STUDENT_REQUESTS@": str(s.requests),
+        "@STUDENT_LIVE@": str(s.live),
+        "@STUDENT_RATE@": str(s.rate_per_s),
+        "@STUDENT_BURST@": str(s.burst),
+        "@STUDENT_NAIVE@": str(s.naive_per_min),
+        "@STUDENT_NAIVE_BURST@": str(s.naive_burst),
+        "@ADDRESS_REQUESTS@": str(min(class_size * s.requests, CLASS_REQUESTS)),
+        "@ADDRESS_LIVE@": str(class_size * s.live),
+        "@ADDRESS_RATE@": str(class_size * s.rate_per_s),
+        "@ADDRESS_BURST@": str(class_size * s.burst),
+        "@ADDRESS_NAIVE@": str(class_size * s.naive_per_min),
+        "@ADDRESS_NAIVE_BURST@": str(class_size * s.naive_burst),
+        "@CLASS_SIZE@": str(class_size),
+    }
 
 
 def nginx_binary() -> str:
@@ -78,6 +121,7 @@ def render(config: FrontConfig) -> str:
         "@KEY@": checked_path(config.key),
         "@UPSTREAM@": config.upstream,
         "@LIMIT_BODY@": body,
+        **share(config.class_size),
     }
     text = TEMPLATE.read_text(encoding="utf-8")
     for placeholder, value in values.items():

@@ -10,7 +10,12 @@ import { sixConnections } from "./protocol.js";
 import { Recording, describeRecording, mib } from "./recording.js";
 
 const POLL_EVERY_MS = 1000;
-const RECONNECT_EVERY_MS = 5000;
+// A socket that closed or was refused is asked for again after a growing, jittered wait (5 s, 10 s, … 60 s, each
+// ×0.5–1.5), so forty pages behind one school address that lost their sockets together do not come back together.
+const RECONNECT_FIRST_MS = 5000;
+const RECONNECT_MOST_MS = 60000;
+// A poll the front refuses (429: this student over their share) waits longer each time, up to this.
+const POLL_MOST_MS = 16000;
 // The box closes a live socket with 1013 ("Try Again Later") when its live connections are all taken
 // (docs/reliability.md): poll instead, and ask for a socket again only now and then.
 const TRY_AGAIN_LATER = 1013;
@@ -22,7 +27,11 @@ let boxFull = false; // the last socket was refused with 1013: the box has no li
 let lastAt = null;
 let last = null;
 let pollTimer = null;
+let reconnectMs = RECONNECT_FIRST_MS;
+let pollEveryMs = POLL_EVERY_MS;
 const recordings = new Set();
+
+const jittered = (ms) => ms * (0.5 + Math.random());
 
 function setText(id, text) {
   document.getElementById(id).textContent = text;
@@ -160,6 +169,7 @@ function openSocket() {
   }
   socket.addEventListener("open", () => {
     opened = true;
+    reconnectMs = RECONNECT_FIRST_MS;
   });
   socket.addEventListener("message", (event) => {
     boxFull = false;
@@ -172,7 +182,8 @@ function openSocket() {
     if (!boxFull) lost(); // a dying box closes the socket first: say so now, not at the next poll
     if (opened) channel = "polling";
     startPolling();
-    setTimeout(openSocket, boxFull ? RECONNECT_WHEN_FULL_MS : RECONNECT_EVERY_MS);
+    setTimeout(openSocket, jittered(boxFull ? RECONNECT_WHEN_FULL_MS : reconnectMs));
+    reconnectMs = Math.min(reconnectMs * 2, RECONNECT_MOST_MS);
   });
 }
 
@@ -188,14 +199,20 @@ function stopPolling() {
 async function poll() {
   try {
     const response = await fetch("/api/stats", { cache: "no-store", priority: "high" });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    const stats = await response.json();
-    if (pollTimer !== null) received(stats, "polling");
+    if (response.status === 429) {
+      // The front's "한 사람이 너무 자주", not the box's state: ask less often rather than spend this student's share.
+      pollEveryMs = Math.min(pollEveryMs * 2, POLL_MOST_MS);
+    } else {
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const stats = await response.json();
+      pollEveryMs = POLL_EVERY_MS;
+      if (pollTimer !== null) received(stats, "polling");
+    }
   } catch (err) {
     setText("box-updated", `연결 끊김 (${err.message})`);
     lost();
   }
-  if (pollTimer !== null) pollTimer = setTimeout(poll, POLL_EVERY_MS);
+  if (pollTimer !== null) pollTimer = setTimeout(poll, jittered(pollEveryMs));
 }
 
 // ---------------------------------------------------------------- per-burst records

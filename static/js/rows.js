@@ -3,6 +3,7 @@
 import { el, fmtMs } from "./dom.js";
 import { describeRecording } from "./recording.js";
 import { pathNamed } from "./paths.js";
+import { refusedBy } from "./summary.js";
 
 /**
  * Bar segments in drawing order, in milliseconds; what is not accounted for is "other". A row that came
@@ -53,6 +54,9 @@ function barFor(row, scaleMs) {
   return track;
 }
 
+// The handout's words for the two 429s: same number, another reason.
+const REFUSAL_WORDS = { front: "한 사람이 너무 자주 (앞단)", box: "상자가 감당 못 함" };
+
 /** The box died while this row waited: its answer is the front's 502 or a cut connection. */
 export function ranIntoDeath(row, boxDeaths) {
   return row.state === "done" && (row.status === null || row.status === 502) && boxDeaths > row.boxDeaths;
@@ -69,7 +73,10 @@ function statusCell(row, boxDeaths) {
   const cls = `status s${String(row.status)[0]}${died ? " died" : ""}`;
   let detail = died ? "상자가 죽음" : "";
   if (row.retryAfter) detail = `${row.retryAfter}초 뒤 다시`;
-  if (row.error && row.status >= 400) detail = `${row.error}${detail ? " · " + detail : ""}`;
+  if (row.error && row.status >= 400) {
+    const why = REFUSAL_WORDS[refusedBy(row)];
+    detail = `${row.error}${why ? " — " + why : ""}${detail ? " · " + detail : ""}`;
+  }
   if (row.ticket) detail = ticketDetail(row);
   const cell = el("td", { class: cls }, String(row.status));
   if (detail) cell.append(el("span", { class: "detail" }, detail));
@@ -182,6 +189,8 @@ export function summaryParts(s, path) {
     ["처리량", s.throughput == null ? "–" : `${s.throughput.toFixed(2)}건/초`],
     ["평균 묶음", s.meanBatch == null ? "–" : pathNamed(path)?.batches ? s.meanBatch.toFixed(1) : "1 (묶지 않음)"],
   ];
+  if (s.refusals && s.refusals.box) parts.push(["상자가 감당 못 함 (429 box_full)", String(s.refusals.box)]);
+  if (s.refusals && s.refusals.front) parts.push(["한 사람이 너무 자주 (429 front_limit)", String(s.refusals.front)]);
   if (s.cacheHits) parts.push(["캐시 적중", String(s.cacheHits)]);
   if (s.etaLateS != null) parts.push(["ETA 대비", `${s.etaLateS >= 0 ? "+" : ""}${s.etaLateS.toFixed(2)}초`]);
   if (s.attemptsMean != null) {

@@ -10,12 +10,25 @@ export function isServed(row) {
   return row.ticket ? row.ticket.jobStatus === "done" : row.status === 200;
 }
 
+/**
+ * Who refused a 429: the classroom front ("한 사람이 너무 자주": this student over their share, its
+ * `front_limit`) or the box ("상자가 감당 못 함": everyone at once, its `box_full` or ④'s `job_queue_full`).
+ * The handout's words: 같은 번호, 다른 이유.
+ */
+export function refusedBy(row) {
+  if (row.status !== 429) return null;
+  return row.error === "front_limit" ? "front" : "box";
+}
+
 /** Counts by status, p50/p95 of the served requests' time to an answer, throughput, mean batch. */
 export function summarize(burst) {
   const counts = {};
+  const refusals = { front: 0, box: 0 };
   for (const row of burst.rows) {
     const key = row.status === null || row.status === undefined ? "오류" : String(row.status);
     counts[key] = (counts[key] || 0) + 1;
+    const by = refusedBy(row);
+    if (by) refusals[by] += 1;
   }
   const served = burst.rows.filter(isServed);
   const totals = served.map((r) => r.totalMs).sort((a, b) => a - b);
@@ -26,6 +39,7 @@ export function summarize(burst) {
   return {
     ...(burst.retry ? comingBack(burst, served) : {}),
     counts,
+    refusals,
     served: served.length,
     size: burst.rows.length,
     p50Ms: quantile(totals, 0.5),
