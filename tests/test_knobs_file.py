@@ -49,7 +49,7 @@ def test_the_values_that_fit_are_kept_and_each_misfit_is_one_line(
     lines = warnings(caplog)
     assert len(lines) == 8, lines
     for fragment in (
-        "limited_seats counts seats: a whole number, not 2.5",
+        "limited_seats moves in steps of 1 (seats) from 0: a whole number, not 2.5",
         "batch_max must lie between 1 and 64 reviews; got -3",
         "queue_max_jobs is not a number (a JSON array)",
         "limited_max_wait_s is not a number ('30')",
@@ -60,6 +60,33 @@ def test_the_values_that_fit_are_kept_and_each_misfit_is_one_line(
     ):
         assert sum(fragment in line for line in lines) == 1, (fragment, lines)
     assert all("\n" not in line for line in lines)
+
+
+def test_a_fraction_on_its_knobs_step_is_kept_and_one_between_steps_is_dropped_naming_the_step(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """⑤'s 1.5 was dropped as "not a whole number"; the server's reader and the supervisor's take one rule."""
+    file = tmp_path / "knobs.json"
+    entries = {
+        "adaptive_target_reviews": 1.5,
+        "adaptive_interval_reviews": 10,
+        "box_seconds_per_review": 0.7,
+        "memory_cap_bytes": 700.5 * MIB,
+        "batch_window_s": 0.0255,
+    }
+    file.write_text(json.dumps(entries))
+    with caplog.at_level(logging.WARNING):
+        values = kept(file)
+        box = KeptKnobs(file).values()
+    assert values == {"adaptive_target_reviews": 1.5, "adaptive_interval_reviews": 10, "box_seconds_per_review": 0.7}
+    assert box == {"box_seconds_per_review": 0.7}
+    lines = warnings(caplog)
+    assert len(lines) == 4, lines  # the cap and the window, by each reader
+    for why in (
+        "batch_window_s moves in steps of 0.001 (s) from 0, not 0.0255",
+        "memory_cap_bytes moves in steps of 1 (MiB) from 600: a whole number, not 700.5",
+    ):
+        assert sum(why in line for line in lines) == 2, (why, lines)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ from app.main import create_app
 from app.paths.pipeline import Outcome
 from app.paths.registry import (
     BOX_KNOBS,
+    BOX_MEMORY_CAP,
+    MIB,
     PATHS,
     REFUSED_REQUESTS,
     Knob,
@@ -29,6 +31,7 @@ from app.paths.registry import (
     every_knob,
     knob_names,
     routes,
+    spec,
 )
 from app.settings import Settings
 from kit.traffic import DEFAULT_BURST, burst_size
@@ -43,7 +46,7 @@ EXTRA = PathSpec(
     "/api/lifo/predict",
     (200, 429),
     ("stack_full",),
-    (Knob("lifo_depth", 1, 64, "reviews", "쌓는 깊이 (개)", "lifo_depth", retune="depth", whole=True),),
+    (Knob("lifo_depth", 1, 64, "reviews", 1, "쌓는 깊이 (개)", "lifo_depth", retune="depth"),),
 )
 
 
@@ -84,13 +87,25 @@ def test_students_burst_py_knows_the_handouts_four_as_the_registry_does() -> Non
     assert [p.name for p in PATHS if not p.handout] == ["adaptive"]  # the page marks it beyond the handout
 
 
-def test_every_knob_is_a_setting_whose_default_is_within_its_bounds() -> None:
+def test_every_knob_is_a_setting_whose_default_is_within_its_bounds_and_steps() -> None:
     defaults = Settings()
     for knobs in (*(path.knobs for path in PATHS), BOX_KNOBS):
         for knob in knobs:
             assert knob.setting in Settings.model_fields, knob
-            assert knob.low < knob.high, knob
-            assert knob.allows(float(getattr(defaults, knob.setting))), knob
+            assert knob.low < knob.high and knob.step > 0 and knob.on_step(knob.high), knob
+            default = float(getattr(defaults, knob.setting))
+            # The box's 1.2 GiB is 1228.8 MiB, between the page's steps: the environment's, never written as a knob.
+            assert knob.allows(default) or (knob is BOX_MEMORY_CAP and knob.low <= default <= knob.high), knob
+    assert [BOX_MEMORY_CAP.on_step(v * MIB) for v in (600, 1228.8, 1229, 2048)] == [True, False, True, True]
+
+
+def test_a_step_counts_whole_steps_from_low_without_float_noise() -> None:
+    target = spec("adaptive").knobs[0]
+    assert target.setting == "adaptive_target_reviews" and not target.whole
+    assert [target.allows(v) for v in (0.5, 0.6, 1.5, 0.1 + 0.2 + 1.2, 9.9, 10)] == [True] * 6
+    assert [target.allows(v) for v in (0.4, 1.55, 10.1, 1.5 + 1e-6)] == [False] * 4
+    seats = spec("limited").knobs[0]
+    assert seats.whole and seats.allows(8) and not seats.allows(1.5) and not seats.allows(8.000001)
 
 
 def test_each_route_a_path_names_is_a_documented_post_of_the_app() -> None:
@@ -297,5 +312,5 @@ async def test_each_paths_knobs_are_handed_to_its_own_owner_a_fifth_paths_too(mo
         assert lab.adaptive.target_s == pytest.approx(2 * before)
         extra = LastInFirstOut()
         appliers = path_appliers((*lab.paths, extra))
-        appliers["lifo_depth"](7.9)
+        appliers["lifo_depth"](7.0)
         assert extra.depths == [7] and isinstance(extra.depths[0], int)

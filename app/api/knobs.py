@@ -15,13 +15,14 @@ router = APIRouter(prefix="/api", tags=["knobs"])
 
 
 class KnobIn(BaseModel):
-    """A knob's new value, within the bounds GET /api/knobs lists."""
+    """A knob's new value, within the bounds and on the step GET /api/knobs lists."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"value": 8}]})
 
     # Strict: "8", "8e0" and true are refused, not coerced; -0 is 0 (refused where 0 is out of bounds).
     value: StrictFloat = Field(
-        allow_inf_nan=False, description="A JSON number (never a string or boolean); whole for seats, reviews, jobs"
+        allow_inf_nan=False,
+        description="A JSON number (never a string or boolean): low, low + step, … up to high, as GET /api/knobs lists",
     )
 
 
@@ -38,6 +39,7 @@ def knobs_body(lab: Lab) -> dict[str, Any]:
             "low": spec.low,
             "high": spec.high,
             "unit": spec.unit,
+            "step": spec.step,  # values are low + a whole number of steps (bytes: 1 MiB)
             "changes": snap.changes[name],
         }
         for name, spec in board.specs.items()
@@ -67,7 +69,11 @@ async def knobs(request: Request) -> dict[str, Any]:
     responses=answers(
         INPUT_ERRORS,
         answer(403, "No instructor token, or the wrong one: nothing changed"),
-        answer(422, "No such knob here, or a value outside its bounds (a memory cap: or under what the box uses)"),
+        answer(
+            422,
+            "No such knob here, or a value outside its bounds or between its steps (a memory cap: or under "
+            "what the box uses)",
+        ),
     ),
 )
 async def turn(

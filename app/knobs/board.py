@@ -23,7 +23,6 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 
 KNOBS_FILE_MAX_BYTES = 16 * 1024  # a dozen numbers take a few hundred
-COUNTED_UNITS = ("seats", "reviews", "jobs", "bytes")  # whole numbers only
 
 
 class KnobSpec(Protocol):
@@ -40,6 +39,14 @@ class KnobSpec(Protocol):
 
     @property
     def unit(self) -> str: ...
+
+    @property
+    def step(self) -> float: ...
+
+    @property
+    def whole(self) -> bool: ...
+
+    def on_step(self, value: float) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,9 @@ class KnobBoard:
         self._knobs = knobs
         self._file = file
         self._absent = absent or {}  # knobs this server cannot turn, and why (the box's, outside the box)
-        self._kept: dict[str, float] = {}  # the file's other entries: a server without a knob keeps its value
+        # What the file keeps: the values turned here and those a previous run kept (a knob this server lacks
+        # included, for a server that has it). Never a value nobody turned, so the environment's stand.
+        self._kept: dict[str, float] = {}
         self._changes = dict.fromkeys(knobs, 0)
         self._last: Change | None = None
         self._version = 0
@@ -106,6 +115,7 @@ class KnobBoard:
             raise InvalidKnob(f"{why}.")
         old = self.value(setting)
         self._set(setting, value, apply)
+        value = self._kept[setting] = self.value(setting)  # as the owner took it: a count is a whole number
         self._version += 1
         self._changes[setting] += 1
         self._last = Change(self._version, setting, old, value, time.time())
@@ -115,16 +125,21 @@ class KnobBoard:
 
     def restore(self, known: Mapping[str, KnobSpec]) -> None:
         """Apply the values a previous run of this box left (`known`: every knob a file may hold, so each
-        entry is checked against its own bounds; a bad one is logged and dropped; a value the settings
-        already hold, e.g. the box's, which the supervisor passes on, is not re-applied)."""
+        entry is checked against its own bounds and step; a bad one is logged and dropped; a value the settings
+        already hold, e.g. the box's, which the supervisor passes on, is not re-applied). The values taken
+        are one info line: the instructor's, nothing to warn about."""
         self._kept = read_kept(self._file, known)
-        for setting, value in self._kept.items():
+        for setting, value in list(self._kept.items()):
             if setting in self._knobs and value != self.value(setting):
                 _, apply = self._knobs[setting]
                 try:
                     self._set(setting, value, apply)
                 except LabError as exc:  # e.g. a memory cap below what this server uses now
                     log.warning("Not restoring %s = %s: %s", setting, value, exc.message)
+                    del self._kept[setting]  # the environment's value stands, here and in the file
+        if self._kept:
+            kept = ", ".join(f"{name} = {amount(v, known[name].unit)}" for name, v in self._kept.items())
+            log.info("Knobs kept in %s: %s", self._file, kept)
 
     def snapshot(self) -> KnobsSnapshot:
         return KnobsSnapshot({name: self.value(name) for name in self._knobs}, dict(self._changes), self._last)
@@ -132,30 +147,30 @@ class KnobBoard:
     def _set(self, setting: str, value: float, apply: Apply) -> None:
         """The owner first: one that refuses (raises) leaves the settings as they were."""
         current = getattr(self._settings, setting)
-        typed = int(value) if isinstance(current, int) and not isinstance(current, bool) else value
+        typed = round(value) if isinstance(current, int) and not isinstance(current, bool) else value
         apply(float(typed))
         setattr(self._settings, setting, typed)
 
     def _save(self) -> None:
         if self._file is None:
             return
-        values = self._kept | {name: self.value(name) for name in self._knobs}
         try:
             self._file.parent.mkdir(parents=True, exist_ok=True)
             temporary = self._file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(values), encoding="utf-8")
+            temporary.write_text(json.dumps(self._kept), encoding="utf-8")
             temporary.replace(self._file)  # atomic: a crash mid-write never leaves half a file
         except OSError as exc:  # the change holds in this server; only a restart forgets it
             log.warning("Cannot keep the knobs in %s (%s): a restart will not remember them.", self._file, exc)
 
 
 def misfit(spec: KnobSpec, value: float) -> str | None:
-    """Why `value` cannot be this knob's (out of bounds, or a fraction of a counted unit); None if it can."""
+    """Why `value` cannot be this knob's (out of bounds, or between its steps); None if it can."""
+    low, high, step, got = (amount(v, spec.unit) for v in (spec.low, spec.high, spec.step, value))
     if not spec.low <= value <= spec.high:
-        low, high, got = (amount(v, spec.unit) for v in (spec.low, spec.high, value))
         return f"{spec.setting} must lie between {low} and {high} {unit(spec.unit)}; got {got}"
-    if spec.unit in COUNTED_UNITS and value != int(value):
-        return f"{spec.setting} counts {spec.unit}: a whole number, not {value:g}"
+    if not spec.on_step(value):
+        whole = ": a whole number" if spec.whole else ""
+        return f"{spec.setting} moves in steps of {step} ({unit(spec.unit)}) from {low}{whole}, not {got}"
     return None
 
 
@@ -204,4 +219,6 @@ def unit(name: str) -> str:
 
 
 def amount(value: float, name: str) -> str:
-    return f"{value / 2**20:g}" if name == "bytes" else f"{value:g}"
+    """A value as people read it: bytes as MiB, to ten digits (8.000001 is not 8)."""
+    shown = value / 2**20 if name == "bytes" else value
+    return f"{shown:.10g}"

@@ -38,7 +38,7 @@ def path_appliers(paths: Sequence[LabPath]) -> dict[str, Apply]:
 
 
 def applier(owner: Retunable, knob: Knob) -> Apply:
-    return lambda value: owner.retune(**{knob.retune: int(value) if knob.whole else value})
+    return lambda value: owner.retune(**{knob.retune: round(value) if knob.whole else value})
 
 
 def knob_board(

@@ -15,23 +15,34 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit,
-    and how the pages name and quote it, so a new knob needs no table in their scripts."""
+    """A setting an instructor may turn for one path (or the box): its `Settings` field, its bounds, its unit
+    and step, and how the pages name and quote it, so a new knob needs no table in their scripts.
+
+    Its values are low, low + step, … up to high: the API and the knobs file take exactly those
+    (app/knobs/board.py), and the instructor page's input steps by it."""
 
     setting: str  # the Settings field (and LAB_<SETTING> in the environment)
     low: float
     high: float
     unit: str  # "s", "reviews", "seats", "jobs", "bytes", "on/off"
+    step: float  # in the unit (bytes: 1 MiB, what the page types); a whole step from a whole low: whole numbers
     label: str  # Korean, after its path's mark (or "상자:"), with the unit the instructor types (bytes: MiB)
     limit: str = ""  # the key of limits() and of the page's data-limit spans that quote it ("" for none)
     scale: float = 1  # those spans show value × scale (1000: seconds as ms), rounded unless 1
-    # How a running lab turns it: the keyword of its path owner's `retune` ("" = not turnable live), and
-    # whether the owner takes whole numbers (seats, jobs, a batch's size) or any fraction.
-    retune: str = ""
-    whole: bool = False
+    retune: str = ""  # how a running lab turns it: the keyword of its path owner's `retune` ("" = not live)
+
+    @property
+    def whole(self) -> bool:
+        """Whether it counts (seats, jobs, a batch's size): its owner takes an int."""
+        return self.step == int(self.step) and self.low == int(self.low)
 
     def allows(self, value: float) -> bool:
-        return self.low <= value <= self.high
+        return self.low <= value <= self.high and self.on_step(value)
+
+    def on_step(self, value: float) -> bool:
+        """Whether `value` is low + a whole number of steps (to a billionth of a step: 1.5 is 0.5 + 10 × 0.1)."""
+        steps = (value - self.low) / self.step
+        return abs(steps - round(steps)) <= 1e-9 * max(1.0, abs(steps))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +125,7 @@ class LabPath(Protocol):
 PATHS: tuple[PathSpec, ...] = (
     PathSpec(
         "naive", 1, "바로 추론", "/api/naive/predict", (200,), ("memory_would_not_fit",),
-        (Knob("naive_memory_guard", 0, 1, "on/off", "메모리 보호 (1 = 켬, 0 = 끔)"),),
+        (Knob("naive_memory_guard", 0, 1, "on/off", 1, "메모리 보호 (1 = 켬, 0 = 끔)"),),
         gives_up=GivesUp(
             "포기한 것: 빠른 답. 아무도 거절하지 않았지만 모두가 CPU를 나눠 써 p95 {p95}[ (가장 빠른 답 {fastest})]"
             "[, 메모리 +{memory_mib} MiB][ (상한의 {memory_pct}%까지)]"
@@ -125,17 +136,17 @@ PATHS: tuple[PathSpec, ...] = (
         "limited", 2, "1개 + 대기석 {seats}", "/api/limited/predict", (200, 429, 503),
         ("seats_full", "waited_too_long"),
         (
-            Knob("limited_seats", 0, 50, "seats", "대기석 (개)", "seats", retune="seats", whole=True),
-            Knob("limited_max_wait_s", 1, 120, "s", "최대 대기 (초)", "max_wait_s", retune="max_wait_s"),
+            Knob("limited_seats", 0, 50, "seats", 1, "대기석 (개)", "seats", retune="seats"),
+            Knob("limited_max_wait_s", 1, 120, "s", 0.1, "최대 대기 (초)", "max_wait_s", retune="max_wait_s"),
         ),
         gives_up=REFUSED_REQUESTS, seats=True, handout=True,
     ),
     PathSpec(
         "batched", 3, "모아서 한 번에", "/api/batched/predict", (200,), ("queue_too_long",),
         (
-            Knob("batch_window_s", 0, 1, "s", "모으는 시간 (초)", "window_ms", 1000, retune="window_s"),
-            Knob("batch_max", 1, 64, "reviews", "최대 묶음 (개)", "batch_max", retune="max_size", whole=True),
-            Knob("batch_max_wait_s", 0, 120, "s", "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s",
+            Knob("batch_window_s", 0, 1, "s", 0.001, "모으는 시간 (초)", "window_ms", 1000, retune="window_s"),
+            Knob("batch_max", 1, 64, "reviews", 1, "최대 묶음 (개)", "batch_max", retune="max_size"),
+            Knob("batch_max_wait_s", 0, 120, "s", 0.1, "예상 대기 상한 (초, 0 = 끔)", "batch_max_wait_s",
                  retune="max_wait_s"),
         ),
         gives_up=GivesUp(
@@ -147,8 +158,8 @@ PATHS: tuple[PathSpec, ...] = (
     PathSpec(
         "tickets", 4, "번호표", "/api/queue/jobs", (202, 429), ("job_queue_full",),
         (
-            Knob("queue_max_jobs", 1, 1000, "jobs", "번호표 상한 (장)", "queue_max_jobs",
-                 retune="queue_max_jobs", whole=True),
+            Knob("queue_max_jobs", 1, 1000, "jobs", 1, "번호표 상한 (장)", "queue_max_jobs",
+                 retune="queue_max_jobs"),
         ),
         gives_up=GivesUp(
             "포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, "
@@ -160,9 +171,9 @@ PATHS: tuple[PathSpec, ...] = (
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
         ("over_target",),
         (
-            Knob("adaptive_target_reviews", 0.5, 10, "reviews", "서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
+            Knob("adaptive_target_reviews", 0.5, 10, "reviews", 0.1, "서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
                  "adaptive_target_reviews", retune="target_reviews"),
-            Knob("adaptive_interval_reviews", 1, 60, "reviews", "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
+            Knob("adaptive_interval_reviews", 1, 60, "reviews", 0.1, "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
                  "adaptive_interval_reviews", retune="interval_reviews"),
         ),
         gives_up=GivesUp(
@@ -180,13 +191,15 @@ MIB = 2**20
 # costs the lab's hosts 0.6-0.7 CPU s anyway (docs/box.md: the loop would give a whole core and say so).
 # 5 s: a burst of 12 on ① then takes a minute, half of burst.py's 120 s timeout; the CPU quota (at
 # least 1 ms per 100 ms period) still slows a host 50x faster than that.
-BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s", "리뷰당 목표 (초)", "box_target_s")
+BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s", 0.1, "리뷰당 목표 (초)", "box_target_s")
 # 600 MiB: about the lab's own server at rest with the twin (590-610 MiB, docs/box.md; the box's stand-in for the
 # seed's libraries adds 289 MiB), the least an incarnation can start in; never below what the box uses now + a margin.
 # 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
 # and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/boxed/knobs.py).
+# In steps of 1 MiB, what the instructor page types: the environment's 1.2 GiB (1228.8 MiB) is none, and stands
+# as it is, since the knobs file keeps only the values an instructor turned.
 BOX_MEMORY_CAP = Knob(
-    "memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes", "메모리 상한 (MiB)", "memory_cap_mib", 1 / MIB
+    "memory_cap_bytes", 600 * MIB, 2048 * MIB, "bytes", MIB, "메모리 상한 (MiB)", "memory_cap_mib", 1 / MIB
 )
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 

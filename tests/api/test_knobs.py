@@ -1,6 +1,8 @@
 """Instructor knobs: students read them, only the token turns them; a turn applies at once and outlives a restart."""
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -91,6 +93,10 @@ async def test_eight_seats_admit_nine_of_twelve_at_once(open_lab_app: Opener) ->
     [
         ("limited_seats", 51, "between 0 and 50"),
         ("limited_seats", 2.5, "whole number"),
+        ("limited_seats", 1.5, "limited_seats moves in steps of 1 (seats) from 0: a whole number, not 1.5"),
+        ("queue_max_jobs", 1.5, "steps of 1 (jobs)"),
+        ("adaptive_target_reviews", 1.55, "adaptive_target_reviews moves in steps of 0.1 (reviews) from 0.5, not 1.55"),
+        ("adaptive_target_reviews", 0.4, "between 0.5 and 10 reviews"),
         ("batch_window_s", -0.1, "between 0 and 1"),
         ("queue_max_jobs", 0, "between 1 and 1000"),
         ("box_seconds_per_review", 2, "host's own speed"),
@@ -105,6 +111,67 @@ async def test_out_of_bounds_or_unknown_knobs_get_422(
         refused = await client.put(f"/api/knobs/{setting}", json={"value": value}, headers=as_instructor(app))
     assert refused.status_code == 422 and refused.json()["error"] == "invalid_knob"
     assert why in refused.json()["detail"]
+
+
+async def test_the_adaptive_paths_knobs_take_the_fractions_their_range_and_step_promise(open_lab_app: Opener) -> None:
+    """⑤'s target showed 1.5 within 0.5-10, and refused 1.5 and 0.5 as "not a whole number"."""
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        per_review_s = app.state.lab.adaptive.target_s / 1.5
+        listed = {k["setting"]: k for k in (await client.get("/api/knobs")).json()["knobs"]}
+        assert {k: listed["adaptive_target_reviews"][k] for k in ("value", "low", "high", "step")} == {
+            "value": 1.5,
+            "low": 0.5,
+            "high": 10,
+            "step": 0.1,
+        }
+        for setting, new in [("adaptive_target_reviews", v) for v in (0.5, 1.5, 10, 2.3)] + [
+            ("adaptive_interval_reviews", v) for v in (1.5, 60, 1)
+        ]:
+            answer = await client.put(f"/api/knobs/{setting}", json={"value": new}, headers=as_instructor(app))
+            assert answer.status_code == 200, answer.text
+            assert value(answer.json(), setting) == new and answer.json()["last"]["new"] == new
+        assert app.state.lab.adaptive.target_s == pytest.approx(2.3 * per_review_s)  # its owner took the last
+
+
+async def test_every_knob_takes_its_low_its_high_and_one_step_and_refuses_half_a_step(open_lab_app: Opener) -> None:
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        knobs = (await client.get("/api/knobs")).json()["knobs"]
+        assert {k["setting"] for k in knobs} >= {"limited_seats", "batch_window_s", "adaptive_target_reviews"}
+        for knob in knobs:
+            low, high, step = knob["low"], knob["high"], knob["step"]
+            for new in (low + step, high, low):
+                answer = await client.put(
+                    f"/api/knobs/{knob['setting']}", json={"value": new}, headers=as_instructor(app)
+                )
+                assert answer.status_code == 200, (knob, new, answer.text)
+                assert value(answer.json(), knob["setting"]) == new
+            between = await client.put(
+                f"/api/knobs/{knob['setting']}", json={"value": low + step / 2}, headers=as_instructor(app)
+            )
+            assert between.status_code == 422 and between.json()["error"] == "invalid_knob", (knob, between.text)
+            assert f"steps of {step:g} " in between.json()["detail"], between.text
+
+
+async def test_a_restart_keeps_a_fraction_and_says_nothing_of_knobs_never_turned(
+    open_lab_app: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On main the file kept every knob's value, and ⑤'s untouched 1.5 was refused at every restart, in English."""
+    async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+        for setting, new in (("limited_seats", 6), ("adaptive_interval_reviews", 1.5)):
+            answer = await client.put(f"/api/knobs/{setting}", json={"value": new}, headers=as_instructor(app))
+            assert answer.status_code == 200, answer.text
+    assert json.loads((tmp_path / "knobs.json").read_text()) == {"limited_seats": 6, "adaptive_interval_reviews": 1.5}
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="app.knobs"):
+        async with open_lab_app(GatedScorer(gated=False)) as (client, app):
+            body = (await client.get("/api/knobs")).json()
+    assert value(body, "adaptive_interval_reviews") == 1.5 and value(body, "limited_seats") == 6
+    assert value(body, "adaptive_target_reviews") == 1.5  # never turned: the default, as it was
+    said = [r for r in caplog.records if r.name.startswith("app.knobs")]
+    assert [r.levelno for r in said] == [logging.INFO], [r.getMessage() for r in said]
+    line = said[0].getMessage()
+    assert line.isascii() and "\n" not in line and len(line) < 200, line
+    assert line.endswith("limited_seats = 6, adaptive_interval_reviews = 1.5"), line
 
 
 async def test_a_restart_keeps_the_instructors_values(open_lab_app: Opener) -> None:

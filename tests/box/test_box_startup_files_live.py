@@ -40,7 +40,7 @@ def test_a_poisoned_cache_and_knobs_file_cost_one_log_line_each_not_a_death(tmp_
     assert stats["knobs"]["values"]["limited_seats"] == 4 and stats["knobs"]["values"]["batch_max"] == 8
     assert shape["source"] == "measured" and "Ignoring the call-shape cache" in log
     assert "limited_seats is not a number (an integer of 401 digits)" in log
-    assert "batch_max counts reviews: a whole number, not 2.5" in log
+    assert "batch_max moves in steps of 1 (reviews) from 1: a whole number, not 2.5" in log
     assert "Traceback" not in log
     mended = json.loads((model / CACHE_NAME).read_text(encoding="utf-8"))
     assert all(t["chunk"] > 0 for t in mended["trials"])  # the next start reads a good one
