@@ -166,3 +166,46 @@ def test_an_open_instructor_page_rides_out_a_gone_box_and_reads_the_values_back(
     assert row.locator(".now").inner_text() == "5"
     teacher.context.close()
     assert not errors, errors
+
+
+def test_the_adaptive_paths_target_takes_its_own_fractions_and_a_count_refuses_one(
+    browser: Browser, server: LiveServer
+) -> None:
+    """⑤'s target showed 1.5 within 0.5-10 and refused 1.5 and 0.5 as "not a whole number"; the input now steps
+    by the knob's own step (GET /api/knobs), and the box takes every value on it."""
+    teacher = browser.new_context(locale="ko-KR").new_page()
+    errors: list[str] = []
+    teacher.on("pageerror", lambda exc: errors.append(str(exc)))
+    teacher.goto(f"{server.url}/instructor?token={printed_token(server)}")
+    row = teacher.locator("#knobs tr[data-setting=adaptive_target_reviews]")
+    assert row.locator("td").first.inner_text() == NAMES["adaptive_target_reviews"]
+    assert row.locator(".now").inner_text() == "1.5" and row.locator(".range").inner_text() == "0.5 – 10"
+    field = row.locator("input")
+    assert [field.get_attribute(a) for a in ("min", "max", "step")] == ["0.5", "10", "0.1"]
+    shown = teacher.locator("#knob-result")
+    for typed in ("0.5", "1.5", "10"):
+        field.fill(typed)
+        row.locator("button").click()
+        teacher.wait_for_function(
+            "(typed) => document.querySelector('#knobs tr[data-setting=adaptive_target_reviews] .now')"
+            ".textContent === typed && document.getElementById('knob-result').dataset.status === '200'",
+            arg=typed,
+            timeout=GUARD_MS,
+        )
+        assert f"→ {typed}: 적용했습니다" in shown.inner_text()
+        shown.evaluate("(node) => delete node.dataset.status")  # the next answer is seen afresh
+
+    field.fill("0.5")
+    field.press("ArrowUp")  # one of the knob's steps, not the browser's default 1
+    assert field.input_value() == "0.6"
+
+    seats = teacher.locator("#knobs tr[data-setting=limited_seats]")
+    assert seats.locator("input").get_attribute("step") == "1"
+    seats.locator("input").fill("1.5")
+    seats.locator("button").click()
+    teacher.wait_for_selector("#knob-result[data-status='422']", timeout=GUARD_MS)
+    assert "limited_seats moves in steps of 1 (seats) from 0: a whole number, not 1.5" in shown.inner_text()
+    knobs = json.loads(urllib.request.urlopen(f"{server.url}/api/knobs", timeout=10).read())["knobs"]
+    assert {k["setting"]: k["value"] for k in knobs}["adaptive_target_reviews"] == 10
+    teacher.context.close()
+    assert not errors, errors

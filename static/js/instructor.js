@@ -83,7 +83,8 @@ function draw(knobs) {
       const low = shown(knob, knob.low);
       const high = shown(knob, knob.high);
       const input = row.querySelector("input");
-      Object.assign(input, { min: String(low), max: String(high) });
+      // The knob's own range and step (GET /api/knobs), in the unit typed here: the values the box takes.
+      Object.assign(input, { min: String(low), max: String(high), step: String(shown(knob, knob.step)) });
       if (!input.dataset.typed) input.value = String(shown(knob, knob.value));
       row.querySelector(".now").textContent = String(shown(knob, knob.value));
       row.querySelector(".range").textContent = `${low} – ${high}`;
@@ -94,7 +95,7 @@ function draw(knobs) {
 }
 
 function newRow(knob) {
-  const input = el("input", { type: "number", step: "any" });
+  const input = el("input", { type: "number" });
   input.addEventListener("input", () => (input.dataset.typed = "1"));
   const apply = el("button", { type: "button" }, "적용");
   const row = el(
