@@ -1,24 +1,29 @@
 """The handout's lessons tried as a class tries them, through the classroom front (`just classroom`).
 
-`python -m tools.class_check https://127.0.0.1:8443 --token TOKEN [--tries 3] [--pages 12]`, with
-`python -m app.front` running (default settings) and TOKEN the instructor token it printed:
+`python -m tools.class_check https://127.0.0.1:8443 --token TOKEN [--tries 3] [--pages 12] [--one-address]`,
+with `python -m app.front` running (default settings) and TOKEN the instructor token it printed:
 
 1. ① 12 and ① 8, `tries` times each, with the students' own `burst.py` (through the front, `-k`)
    and from the burst page in Chromium (a fresh page each try, over HTTP/2): did the box die (a 502
    or a cut connection seen by the student, and the box's death count), or did every row get 200?
 2. ②, a class at once: `pages` students run `burst.py … 12 limited` together, nobody comes back,
-   and as soon as that burst has ended the same class fires again: the 200s of each.
+   and as soon as that burst has ended the same class fires again: the answers of each, by who refused.
 3. What a no-show costs the class on ②: the class fires ② 12 together and nobody comes back; as soon
    as that burst has ended, `walk_ins` students send ② once a second without a token until served: the
    seconds and refusals each took, and how many of those refusals found ②'s lane idle.
 4. The instructor turns a knob with the start-up token once the box has died at least twice.
+5. `pages`: `pages` burst pages in Chromium (each a student with the key the box gives it) fire ② 12
+   together, twice a second apart: the answers by who refused, and whether every live panel stayed on its
+   WebSocket for the next 60 s.
+6. `flood`: one student's key sends 500 ② at once while 11 classmates send 12 each: who refused whom.
 
-The front limits each client (app/front/nginx.conf): ① to 12 a minute with a burst of 24, 32 requests
-at once. One student's tries of ① are paced to that budget, as a student who retries each minute;
-the class's students each come from their own loopback address (127.0.0.2, …), as laptops in a
-classroom do, so the front sees a class and not one client.
+Where students come from: by default each from their own loopback address (127.0.0.2, …), as laptops
+on a LAN; with `--one-address` all from 127.0.0.9, as a school behind one NAT address. Each `burst.py`
+run is its own student (its own key); the front keys its limits on students (app/front/nginx.conf).
+One student's tries of ① are paced to the front's ① budget per student, as a student who retries each minute.
 
-One JSON line per result on stdout. Loopback only; every loop is bounded.
+One JSON line per result on stdout; answers are counted as "200", "429 box_full", "429 front_limit", "502",
+"0" (no answer). Loopback only; every loop is bounded.
 """
 
 import argparse
@@ -35,7 +40,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 BURST_PY = ROOT / "static" / "burst.py"
-NAIVE_PER_MINUTE = 12  # the front's ① budget per client (app/front/nginx.conf, zone client_naive)
+NAIVE_PER_MINUTE = 12  # the front's ① budget per student (app/front/nginx.py StudentLimits.naive_per_min)
 # burst.py as a student on `argv[1]` runs it: every connection it opens leaves from that loopback address.
 FROM_ADDRESS = (
     "import runpy, socket, sys; source = (sys.argv.pop(1), 0); plain = socket.create_connection; "
@@ -44,9 +49,22 @@ FROM_ADDRESS = (
 )
 
 
+SCHOOL = "127.0.0.9"  # --one-address: the whole class behind one NAT address
+ONE_ADDRESS = False
+
+
 def student(i: int) -> str:
-    """The loopback address student `i` (0-based) comes from."""
-    return f"127.0.0.{i + 2}"
+    """The loopback address student `i` (0-based) comes from: their own, or the school's."""
+    return SCHOOL if ONE_ADDRESS else f"127.0.0.{i + 2}"
+
+
+def label(status: int | None, error: str | None = None) -> str:
+    """An answer as the tables count it: its status, and for a 429 who refused ("429 front_limit")."""
+    return f"{status or 0} {error}" if status == 429 and error else str(status or 0)
+
+
+def tally(labels: list[str]) -> dict[str, int]:
+    return {k: labels.count(k) for k in sorted(set(labels))}
 
 
 def emit(**row: Any) -> None:
@@ -88,7 +106,7 @@ def burst_command(front: str, n: int, path: str, out: Path, source: str | None =
 def burst_py(front: str, n: int, path: str) -> list[int]:
     """The students' burst.py through the front; each row's status (0: no answer, the box died under it)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        command = burst_command(front, n, path, Path(out.name))
+        command = burst_command(front, n, path, Path(out.name), student(0) if ONE_ADDRESS else None)
         subprocess.run(command, capture_output=True, timeout=600, check=False)
         report = json.loads(Path(out.name).read_text(encoding="utf-8") or "{}")
     return [row.get("status") or 0 for burst in report.get("bursts", []) for row in burst["rows"]]
@@ -134,8 +152,8 @@ def naive_tries(front: str, n: int, tries: int, client: str) -> None:
         )
 
 
-def class_burst(front: str, pages: int) -> list[int]:
-    """`pages` students run `burst.py … 12 limited` together and nobody comes back: each row's status."""
+def class_burst(front: str, pages: int) -> list[str]:
+    """`pages` students run `burst.py … 12 limited` together and nobody comes back: each row's answer (`label`)."""
     with tempfile.TemporaryDirectory() as work:
         outs = [Path(work) / f"{i}.json" for i in range(pages)]
         procs = [
@@ -149,7 +167,7 @@ def class_burst(front: str, pages: int) -> list[int]:
         for proc in procs:
             proc.wait(timeout=600)
         rows = [row for out in outs for burst in json.loads(out.read_text("utf-8"))["bursts"] for row in burst["rows"]]
-    return [row.get("status") or 0 for row in rows]
+    return [label(row.get("status"), row.get("error")) for row in rows]
 
 
 def limited_class(front: str, pages: int) -> None:
@@ -162,7 +180,7 @@ def limited_class(front: str, pages: int) -> None:
             check="limited class",
             round=round_,
             pages=pages,
-            statuses={str(s): statuses.count(s) for s in sorted(set(statuses))},
+            answers=tally(statuses),
             seconds=round(time.monotonic() - started, 1),
         )
 
@@ -197,7 +215,7 @@ def no_show_cost(front: str, pages: int, walk_ins: int) -> None:
     emit(
         check="no-show cost",
         pages=pages,
-        burst={str(s): statuses.count(s) for s in sorted(set(statuses))},
+        burst=tally(statuses),
         held_after_burst=held,
         walk_ins=results,
         holds=holds,
@@ -218,6 +236,90 @@ def turn_a_knob(front: str, token: str) -> None:
     emit(check="instructor token", deaths_so_far=deaths, status=answer.status_code)
 
 
+PAGE_ANSWERS = """rows => rows.map((r) => [r.dataset.status, r.querySelector('td.status').textContent])"""
+
+
+def page_label(status: str, text: str) -> str:
+    error = next((code for code in ("front_limit", "box_full", "job_queue_full") if code in text), None)
+    return label(int(status) if status.isdigit() else 0, error)
+
+
+def class_pages(front: str, pages: int, hold_s: float = 60) -> None:
+    """`pages` burst pages (Chromium, one address: 127.0.0.1) fire ② 12 together, twice a second apart; then
+    whether every live panel stays on its WebSocket for `hold_s`."""
+    from playwright.sync_api import sync_playwright  # the dev extra: only this check needs a browser
+
+    wait_idle(front)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            tabs = [browser.new_context(ignore_https_errors=True).new_page() for _ in range(pages)]
+            for tab in tabs:
+                tab.goto(f"{front}/", wait_until="load")
+                tab.wait_for_function("document.getElementById('box-panel').dataset.channel !== 'connecting'")
+            live = [tab.get_attribute("#box-panel", "data-channel") for tab in tabs].count("websocket")
+            for round_ in ("first", "again"):
+                for tab in tabs:
+                    tab.check("input[name=path][value=limited]")
+                    tab.check("input[name=mode][value=distinct]")
+                    tab.fill("#burst-size", "12")
+                    tab.click("#fire")
+                answers: list[str] = []
+                for tab in tabs:
+                    tab.wait_for_selector("#burst-status[data-state=done]", timeout=600_000)
+                    answers += [page_label(*row) for row in tab.eval_on_selector_all("#rows tbody tr", PAGE_ANSWERS)]
+                emit(check="class pages", round=round_, pages=pages, answers=tally(answers), live_before=live)
+                time.sleep(1)  # the class fires again a second later
+            fewest = pages
+            deadline = time.monotonic() + hold_s
+            while time.monotonic() < deadline:
+                channels = [tab.get_attribute("#box-panel", "data-channel") for tab in tabs]
+                fewest = min(fewest, channels.count("websocket"))
+                time.sleep(5)
+            emit(check="class pages live", pages=pages, fewest_live_over_s={str(int(hold_s)): fewest})
+        finally:
+            browser.close()
+
+
+def flood(front: str, n: int = 500, classmates: int = 11) -> None:
+    """One student's key sends `n` ② at once (a script, HTTP/1.1) while `classmates` pages send 12 each."""
+    import asyncio
+    import secrets
+
+    async def fire(client: httpx.AsyncClient, k: int, tag: str) -> list[str]:
+        async def one(i: int) -> str:
+            try:
+                r = await client.post(f"{front}/api/limited/predict", json={"text": f"홍수 리뷰 {tag} {i}"})
+            except httpx.HTTPError:
+                return "0"
+            return label(r.status_code, r.json().get("error") if r.status_code == 429 else None)
+
+        return list(await asyncio.gather(*(one(i) for i in range(k))))
+
+    def client(source: str, connections: int, http2: bool) -> httpx.AsyncClient:
+        transport = httpx.AsyncHTTPTransport(
+            verify=False, http2=http2, local_address=source, limits=httpx.Limits(max_connections=connections)
+        )
+        return httpx.AsyncClient(transport=transport, timeout=120, cookies={"lab_student": secrets.token_urlsafe(16)})
+
+    async def run() -> tuple[list[str], list[str]]:
+        flooder = client(student(0), n, False)
+        others = [client(student(i + 1), 1, True) for i in range(classmates)]
+        flooding = asyncio.ensure_future(fire(flooder, n, "flood"))
+        await asyncio.sleep(0.5)
+        theirs = await asyncio.gather(*(fire(c, 12, str(i)) for i, c in enumerate(others)))
+        mine = await flooding
+        for c in (flooder, *others):
+            await c.aclose()
+        return mine, [a for page in theirs for a in page]
+
+    wait_idle(front)
+    mine, theirs = asyncio.run(run())
+    emit(check="flood", one_key=tally(mine), classmates=tally(theirs), one_address=ONE_ADDRESS)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("front", help="the classroom front, e.g. https://127.0.0.1:8443")
@@ -225,10 +327,13 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--walk-ins", type=int, default=2)
-    parser.add_argument("--only", default="naive,limited,no-show,token")
+    parser.add_argument("--only", default="naive,limited,no-show,token,pages,flood")
+    parser.add_argument("--one-address", action="store_true", help="the whole class from 127.0.0.9 (a school's NAT)")
     args = parser.parse_args()
+    global ONE_ADDRESS
+    ONE_ADDRESS = args.one_address
     front = args.front.rstrip("/")
-    emit(check="start", front=front)
+    emit(check="start", front=front, one_address=ONE_ADDRESS)
     if "naive" in args.only:
         for n in (12, 8):
             for client in ("burst.py", "page"):
@@ -237,6 +342,10 @@ def main() -> None:
         limited_class(front, args.pages)
     if "no-show" in args.only:
         no_show_cost(front, args.pages, args.walk_ins)
+    if "pages" in args.only:
+        class_pages(front, args.pages)
+    if "flood" in args.only:
+        flood(front)
     if "token" in args.only:
         turn_a_knob(front, args.token)
 
