@@ -3,15 +3,12 @@
 import json
 import os
 import platform
-import re
 from pathlib import Path
 
 import psutil
 
+from app.api.records_ko import host_ko as host_words
 from app.engine.callshape import cpu_model
-
-# Brand words in a CPU's name, in Korean, for the page's "측정:" lines (every word on a figure is Korean).
-CPU_KO = {"AMD": "에이엠디", "EPYC": "에픽", "Ryzen": "라이젠", "Intel": "인텔", "Xeon": "제온", "Core": "코어"}
 
 
 def machine() -> str:
@@ -33,12 +30,6 @@ def load_average() -> list[float]:
 
 
 def host_ko(host: str | None = None) -> str:
-    """A host in Korean words, from a report's host line ("vm (2 CPUs, …) (AMD EPYC), …"; this one by default):
-    cores, the CPU's brand, no graphics card."""
-    host = host if host is not None else f"{os.cpu_count()} CPUs {cpu_model()}"
-    cores = re.search(r"(\d+) CPUs", host)
-    brand = " ".join(
-        CPU_KO[w] for w in re.split(r"[\s(),]+", host.replace("(R)", " ").replace("(TM)", " ")) if w in CPU_KO
-    )
-    parts = [f"코어 {cores[1]}개" if cores else "", brand, "그래픽카드 없음"]
-    return f"실습 서버({', '.join(p for p in parts if p)})"
+    """A host in the page's Korean words (app/api/records_ko.py), from a report's host line ("vm (2 CPUs, …)
+    (AMD EPYC), …"; this one by default): cores, the CPU's brand as written, no graphics card."""
+    return host_words(host if host is not None else f"{machine()}, {cpu_model()}")

@@ -70,7 +70,7 @@ def test_medians_over_repeats_of_the_newest_run_only(tmp_path: Path) -> None:
     data = write(streams, bursts, out)
     assert json.loads(out.read_text(encoding="utf-8")) == data
     assert (data["date"], data["time_utc"], data["core"], data["runs"]) == ("2026-02-01", "10:30", 1, 3)
-    assert data["host_ko"] == "실습 서버(코어 2개, 에이엠디 에픽, 그래픽카드 없음)"
+    assert data["host_ko"] == "실습 서버(코어 2개, AMD EPYC, 그래픽카드 없음)"  # the brand as written
     limited, adaptive = data["streams"]  # in the registry's order, whatever the file's
     assert (limited["path"], limited["gave_up_share"], limited["refused_share"]) == ("limited", 0.1, 0.0)
     assert adaptive["served_vs_capacity"] == 1.0 and adaptive["p95_reviews"] == 3.0

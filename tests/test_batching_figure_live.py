@@ -2,7 +2,8 @@
 round ticks, no negative coefficient, Korean words only; after a ③ burst, the student's own batches.
 
 The Korean rule this checks: in everything the figure shows (its text, every SVG label and every tooltip)
-the only Latin letters are the formula's variables a, b and n, standing alone; units are Korean (초).
+the only Latin letters are the formula's variables a, b and n, standing alone, and the measurement's UTC and
+CPU brand as written (AMD EPYC, never transliterated); units are Korean (초).
 Real headless Chromium against a real server: the tiny model slowed to about 0.3 s a review.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Response
 
+from app.api.records_ko import CPU_BRANDS
 from app.settings import PROJECT_ROOT
 from kit.live import LiveServer, live_server, slowed
 from tests.browser import browser, watched_page
@@ -25,6 +27,7 @@ __all__ = ["browser"]  # the module-scoped Chromium fixture (tests/browser.py)
 CURVE = json.loads((PROJECT_ROOT / "static" / "batching-curve.json").read_text(encoding="utf-8"))
 LATIN = re.compile(r"[A-Za-z]+")
 VARIABLES = {"a", "b", "n"}
+RECORD_WORDS = {"UTC", *CPU_BRANDS}  # when and on what it was measured, as written
 GUARD_MS = 90_000  # failure guards for waits, never delays
 
 READ_FIGURE = """() => {
@@ -93,8 +96,9 @@ def test_both_measured_curves_are_drawn_at_the_box_speed_with_round_ticks_and_no
 
 def test_every_word_on_the_figure_is_korean(page: Page) -> None:
     text = read(page)["text"]
-    assert "측정:" in text and CURVE["date"] in text and CURVE["host_ko"] in text
-    assert set(LATIN.findall(text)) <= VARIABLES, sorted(set(LATIN.findall(text)) - VARIABLES)
+    assert "측정:" in text and CURVE["date"] in text and CURVE["host_ko"] in text and "UTC" in text
+    allowed = VARIABLES | RECORD_WORDS
+    assert set(LATIN.findall(text)) <= allowed, sorted(set(LATIN.findall(text)) - allowed)
 
 
 def test_a_batched_burst_puts_the_students_batches_on_the_twins_axes(page: Page) -> None:

@@ -80,7 +80,7 @@ function render() {
     ? `빨간 네모: 내 ③ 발사의 묶음 ${batches}개 (묶음 크기와, 묶음의 마지막 답까지 상자에서 잰 추론 시간).${shared}`
     : "③으로 발사하면 내 묶음(묶음 크기와 마지막 답까지 잰 추론 시간)이 트윈 그림에 빨간 네모로 찍힙니다.");
   const load = data.load;
-  setText(".curve-measured small", `측정: ${data.date} ${data.time_utc}(협정 세계시), ${data.host_ko}, 코어 ${data.core}번 하나에 고정, ` +
+  setText(".curve-measured small", `측정: ${data.date} ${data.time_utc} UTC, ${data.host_ko}, 코어 ${data.core}번 하나에 고정, ` +
     `추론 스레드 1개, 부하 평균 시작 ${load.start.map((v) => v.toFixed(1)).join("/")} · 끝 ${load.end.map((v) => v.toFixed(1)).join("/")}` +
     "(1·5·15분). 같은 리뷰 8개로 묶음 크기만 바꾸어 크기마다 8번 잰 평균입니다.");
   figure().dataset.state = "drawn";

@@ -121,7 +121,7 @@ function render(data) {
   box.querySelector(".curve-bursts").textContent = data.bursts.length ? `${bursts(data)}.` : "";
   box.querySelector(".curve-numbers").replaceChildren(table(data));
   box.querySelector(".curve-measured small").textContent =
-    `측정: ${data.date} ${data.time_utc}(협정 세계시), ${data.host_ko}, 코어 ${data.core}번 하나에 고정, 추론 스레드 1개. ` +
+    `측정: ${data.date} ${data.time_utc} UTC, ${data.host_ko}, 코어 ${data.core}번 하나에 고정, 추론 스레드 1개. ` +
     `몰린 양마다 ${data.duration_s}초 동안 포아송 간격으로 보내고 ${data.client_timeout_s}초 뒤 포기하는 손님, ${data.runs}번 잰 중간값. ` +
     `리뷰 한 건 ${data.one_review_s}초(하나씩 보낸 중간값). 상자가 아니라 이 서버의 코어에서 잰 값이라 비율로만 보여 줍니다.`;
   box.dataset.state = "drawn";
