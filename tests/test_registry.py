@@ -78,6 +78,16 @@ def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() ->
     assert len(routes()) == len({p.name for p in PATHS}) == len(PATHS)
 
 
+def test_the_readmes_path_table_has_a_row_for_every_registered_path() -> None:
+    """README names the paths a newcomer meets on the page: the handout's four and what is beyond them."""
+    readme = (STATIC_DIR.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\S+ \w+) \| `POST (\S+)` \|", readme, flags=re.MULTILINE)
+    assert rows == [(p.label, p.route) for p in PATHS]
+    beyond = [line for line in readme.splitlines() if line.startswith(tuple(f"| {p.label} |" for p in PATHS))]
+    assert ["beyond the handout" in line for line in beyond] == [not p.handout for p in PATHS]
+    assert "## The five paths" in readme and len(PATHS) == 5
+
+
 def test_students_burst_py_knows_the_handouts_four_as_the_registry_does() -> None:
     """static/burst.py stays standard-library only for students: it keeps the printed handout's four (held to the
     registry here) and learns any other path from the box."""

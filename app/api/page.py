@@ -16,6 +16,7 @@ from typing_extensions import TypedDict  # pydantic reads it as a response model
 
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts
+from app.api.records_ko import host_ko, record_ko
 from app.boxed.report import stand_in
 from app.contract import student
 from app.contract.schema import limits, quoted
@@ -34,6 +35,8 @@ PRIVATE_PAGE = {
     "Content-Security-Policy": "frame-ancestors 'none'",
 }
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
+# The page quotes a measurement's record in Korean (when, and on what); the English record stays in /api/model.
+templates.env.filters.update(record_ko=record_ko, host_ko=host_ko)
 
 
 class SampleReview(BaseModel):

@@ -6,6 +6,9 @@ from pathlib import Path
 
 from app.api.measured import naive_bursts
 from app.api.page import STATIC_DIR, page_paths
+from app.api.records_ko import host_ko, record_ko
+from app.boxed.stand_in import measured_figure
+from app.boxed.state import BoxState
 from app.paths.registry import PATHS
 from app.settings import Settings
 from tests.conftest import LabClientFactory
@@ -84,9 +87,41 @@ async def test_the_naive_note_quotes_the_committed_bursts_with_date_and_host(lab
     note = html[html.index('data-path-note="naive"') : html.index('data-path-note="limited"')]
     died = (f"커널이 상자를 죽였고({measured.deaths}번)", f"{measured.served}개만") if measured.deaths else ()
     lived = () if measured.deaths else (f"{measured.fastest_s}초", f"{measured.peak_of_cap_pct} %")
-    quoted = (measured.when, measured.host, *died, *lived)
+    quoted = (measured.when, host_ko(measured.host), *died, *lived)
     for value in quoted:
         assert value in note, value
+    assert measured.host not in note  # the English record stays in docs/bench/bursts.json
+
+
+# Four Latin words or more in a row: an English sentence (a name such as "AMD EPYC", "UTC" or "box.stand_in" is fewer).
+LATIN_SENTENCE = re.compile(r"[A-Za-z][\w.-]*(?:[\s,/()-]+[A-Za-z][\w.-]*){3,}")
+
+
+def words(html: str) -> str:
+    """What a reader sees of some HTML: its text without tags."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+async def test_the_naive_note_says_the_stand_ins_record_in_korean(lab_client: LabClientFactory) -> None:
+    state = BoxState(memory_cap_bytes=1200 * 2**20, memory_mode="cgroup", stand_in_bytes=289 * 2**20)
+    async with lab_client(GatedScorer(gated=False), box_state=state) as client:
+        html = (await client.get("/")).text
+        model = (await client.get("/api/model")).json()
+    note = words(html[html.index('data-path-note="naive"') : html.index('data-path-note="limited"')])
+    record = measured_figure().measured
+    assert model["box"]["stand_in"]["measured"] == record  # the English record stays on /api/model
+    assert "289 MiB" in note and f"{record_ko(record)}에서 잰 값" in note and "box.stand_in" in note
+    assert "UTC" in note and "AMD EPYC" in note
+    assert LATIN_SENTENCE.findall(note) == [], note
+
+
+async def test_the_title_names_five_paths_the_handouts_four_and_the_fifth_beyond_it(
+    lab_client: LabClientFactory,
+) -> None:
+    async with lab_client(GatedScorer(gated=False)) as client:
+        html = (await client.get("/")).text
+    title = words(html[html.index("<h1>") : html.index("</h1>")])
+    assert "다섯 가지 방법" in title and "네 가지" in title and "⑤" in title, title
 
 
 def test_no_benchmark_data_means_no_quoted_numbers(tmp_path: Path) -> None:
