@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, Request, Route
 
 from app.paths.registry import PATHS
 from kit.live import ROOT, LiveServer, live_server, slowed
+from tests.api.test_page import LATIN_SENTENCE
 from tests.browser import browser, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -161,6 +162,21 @@ def test_page_shows_random_weights_banner_live_box_and_links(page: Page) -> None
     assert page.inner_text("#box-seats").startswith("0 / 5")
     hrefs = page.eval_on_selector_all("header a", "links => links.map((a) => a.getAttribute('href'))")
     assert {"/api/docs", "/api/stats", "/metrics"} <= set(hrefs)
+
+
+def test_the_page_says_its_model_title_and_figures_provenance_in_korean(page: Page) -> None:
+    """The English records stay on /api/model and in the JSON files: the model line names the model once (no
+    "(random)" after the manifest's own note), the title names five paths, and ⑤'s figure says when in UTC and
+    on what with the CPU's brand as written, never transliterated."""
+    page.wait_for_function("document.getElementById('box-model').textContent.startsWith('모델:')")
+    line = page.inner_text("#box-model")
+    assert "무작위 가중치" in line and "(random" not in line and LATIN_SENTENCE.findall(line) == [], line
+    assert "다섯 가지 방법" in page.inner_text("h1")
+    page.check("input[name=path][value=adaptive]")  # ⑤'s note holds the figure
+    page.wait_for_selector("#adaptive-curve[data-state=drawn]")
+    provenance = page.inner_text("#adaptive-curve .curve-measured")
+    assert "UTC" in provenance and "AMD EPYC" in provenance, provenance
+    assert "협정 세계시" not in provenance and "에이엠디" not in provenance, provenance
 
 
 def test_naive_serves_all_but_the_browser_lets_only_six_through(fire: Callable[..., list[Row]]) -> None:

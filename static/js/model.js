@@ -5,17 +5,28 @@ function setText(id, text) {
   document.getElementById(id).textContent = text;
 }
 
+/** How the box holds a limit (/api/model's `cpu_mode`, `memory_mode`: English records) in the page's words. */
+const MODES = { cgroup: "cgroup", affinity: "CPU affinity", watchdog: "감시견이 지킴" };
+const modeWords = (mode) => MODES[mode] ?? (mode.startsWith("not enforced") ? "지키지 않음" : mode);
+
+/** The served model in Korean: its name without the manifest's English note in brackets, and its weights. */
+function modelWords(model) {
+  const name = model.name.replace(/\s*\([^)]*\)\s*$/, "");
+  const twin = /\boffline twin\b/.test(model.name) ? "오프라인 쌍둥이, " : "";
+  return model.random_weights ? `${name} (${twin}무작위 가중치)` : name;
+}
+
 /** The box's CPU, speed and memory limits as /api/model reports them (app/box), in one Korean line. The
  * target and the cap are data-limit spans: the instructor may turn them, and knobs.js writes the live values. */
 function boxLine(box) {
-  const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${box.cpu_mode})` : `CPU 제한 없음 (${box.cpu_mode})`;
+  const cpus = box.cpus.length ? `CPU ${box.cpus.length}개 (${modeWords(box.cpu_mode)})` : "CPU 제한 없음";
   // The speed changes as the loop holds it: the panel's 리뷰 속도 line shows it live, never a start-up figure.
   const speed = box.speed
     ? ["리뷰당 목표 ", el("span", { dataset: { limit: "box_target_s" } }, String(box.speed.target_s)), "초 (위 리뷰 속도 줄에 실시간)"]
     : ["이 컴퓨터 속도 그대로"];
   const held = box.stand_in ? `, 그중 ${Math.round(box.stand_in.bytes / 2 ** 20)} MiB는 ① 서버의 라이브러리 몫으로 잡아 둠(대역)` : "";
   const memory = box.memory_cap_bytes
-    ? ["메모리 상한 ", el("span", { dataset: { limit: "memory_cap_mib" } }, String(Math.round(box.memory_cap_bytes / 2 ** 20))), ` MiB (${box.memory_mode}${held})`]
+    ? ["메모리 상한 ", el("span", { dataset: { limit: "memory_cap_mib" } }, String(Math.round(box.memory_cap_bytes / 2 ** 20))), ` MiB (${modeWords(box.memory_mode)}${held})`]
     : ["메모리 상한 없음"];
   return ["상자: ", cpus, " · ", ...speed, " · ", ...memory];
 }
@@ -41,7 +52,7 @@ export async function showModel() {
     const response = await fetch("/api/model", { cache: "no-store" });
     const model = await response.json();
     const extra = model.box ? [" · ", ...boxLine(model.box)] : [];
-    document.getElementById("box-model").replaceChildren(`모델: ${model.name} (${model.weights}) · 스레드 ${model.intra_op_threads}개`, ...extra);
+    document.getElementById("box-model").replaceChildren(`모델: ${modelWords(model)} · 스레드 ${model.intra_op_threads}개`, ...extra);
     if (model.call_shape) {
       const shape = shapeLine(model.call_shape);
       setText("call-shape", shape.line);
