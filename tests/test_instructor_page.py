@@ -209,3 +209,23 @@ def test_the_adaptive_paths_target_takes_its_own_fractions_and_a_count_refuses_o
     assert {k["setting"]: k["value"] for k in knobs}["adaptive_target_reviews"] == 10
     teacher.context.close()
     assert not errors, errors
+
+
+def test_the_instructor_page_shows_a_gone_box_as_the_student_pages_do(browser: Browser, server: LiveServer) -> None:
+    """The classroom front's 502 for every question (the box died): the student pages' banner (static/js/death.js),
+    taken back when the box answers with no death counted. A real death and its return, with the cause and the
+    count: tests/box/test_box_token_live.py."""
+    teacher = browser.new_context(locale="ko-KR").new_page()
+    errors: list[str] = []
+    teacher.on("pageerror", lambda exc: errors.append(str(exc)))
+    teacher.goto(f"{server.url}/instructor?token={printed_token(server)}")
+    teacher.wait_for_selector("#box-alert[data-deaths='0']", state="attached", timeout=GUARD_MS)
+    assert teacher.locator("#box-alert").is_hidden()
+
+    teacher.route("**/api/**", lambda route: route.fulfill(status=502, body=""))
+    teacher.wait_for_selector("#box-alert[data-state=down]", timeout=GUARD_MS)
+    assert "상자가 죽었습니다" in teacher.inner_text("#box-alert") and "HTTP 502" in teacher.inner_text("#box-alert")
+    teacher.unroute("**/api/**")
+    teacher.wait_for_selector("#box-alert", state="hidden", timeout=GUARD_MS)  # it never died: a hiccup
+    teacher.context.close()
+    assert not errors, errors

@@ -3,6 +3,8 @@
 // works after the box dies and comes back. The page looks at /api/knobs every few seconds: while the box is
 // gone (no connection, or the classroom front's 502) it says so in a banner and keeps looking, and when the
 // box answers again it reads the live values back in place, without a reload and without losing what was typed.
+// A death is shown as the student pages show it (death.js's banner: down, then back with its cause and count).
+import { boxDeaths, lost, noteStats } from "./death.js";
 import { el, sentValue, shownValue } from "./dom.js";
 
 const token = new URLSearchParams(location.search).get("token") || "";
@@ -70,7 +72,27 @@ async function look() {
     showLink("down", "상자에 닿지 않습니다", `죽었거나 다시 켜지는 중입니다 (${gone}). 살아나면 이 화면이 이어집니다…`);
   }
   down = gone !== null;
+  watchDeaths(down);
   looking = setTimeout(look, down ? DOWN_LOOK_MS : LIVE_LOOK_MS);
+}
+
+/** Every look also reads the box's deaths (/api/stats), so a death between two looks is said when the box is back;
+ * a box gone from this page is looked at as the student pages look (death.js: a 502 or no answer is down). */
+async function watchDeaths(gone) {
+  if (!gone) {
+    try {
+      const response = await fetch("/api/stats", { cache: "no-store", signal: AbortSignal.timeout(LOOK_LIMIT_MS) });
+      if (response.ok) {
+        noteStats(await response.json());
+        // The deaths this page knows of, shown or not: from here on a death is counted, not taken for a hiccup.
+        document.getElementById("box-alert").dataset.deaths = String(boxDeaths());
+        return;
+      }
+    } catch {
+      // no answer, or it broke off: death.js looks again, with its own short limit
+    }
+  }
+  return lost();
 }
 
 /** The table, updated in place: a value being typed is never overwritten. */

@@ -103,8 +103,14 @@ def test_an_open_instructor_page_carries_on_across_a_real_death(browser: Browser
         with watched_page(browser, page_url, 1000, 800) as page:
             row = page.locator("#knobs tr[data-setting=batch_max]")
             row.locator("input").fill("5")
+            # The page has read the box's deaths: the death below is one more, as the student pages count it.
+            page.wait_for_selector("#box-alert[data-deaths='0']", state="attached", timeout=GUARD_MS)
             os.kill(server_pid(box), signal.SIGKILL)
             back_as(box, 2)
+            page.wait_for_selector("#box-alert[data-state=back]", timeout=GUARD_MS)
+            said = page.inner_text("#box-alert")
+            assert "상자가 다시 살아났습니다" in said and "1번 죽음" in said, said
+            assert page.get_attribute("#box-alert", "data-deaths") == "1"
             # Changed after the death by another hand: the open page must show it, so it has read the new box.
             changed = httpx.put(
                 f"{box.url}/api/knobs/batch_max", json={"value": 3}, headers={"Authorization": f"Bearer {token}"}
