@@ -20,6 +20,13 @@ class Refusals:
     path: Path
     _offset: int = field(default=0, init=False)
 
+    def __post_init__(self) -> None:
+        """What an earlier front refused is not this class's news: start at the log's end."""
+        try:
+            self._offset = self.path.stat().st_size
+        except FileNotFoundError:
+            self._offset = 0
+
     def since_last(self) -> Counter[str]:
         """Refusals added since the last call, by the request's path ('/api/naive/predict': 12, …)."""
         try:

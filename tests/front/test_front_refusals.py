@@ -27,14 +27,24 @@ def test_refusals_are_counted_once_by_path_and_a_half_written_line_waits(tmp_pat
 
 def test_the_log_is_emptied_once_read_past_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "front-refusals.log"
-    log.write_bytes(line("/api/limited/predict") * 100)
     monkeypatch.setattr(module, "KEEP_BYTES", 1000)
     seen = Refusals(log)
+    log.write_bytes(line("/api/limited/predict") * 100)
     assert sum(seen.since_last().values()) == 100
     assert log.stat().st_size == 0
     with log.open("ab") as more:  # nginx appends (O_APPEND): its next line lands at the new start
         more.write(line("/health"))
     assert seen.since_last() == {"/health": 1}
+
+
+def test_what_an_earlier_front_refused_is_not_reported_again(tmp_path: Path) -> None:
+    log = tmp_path / "front-refusals.log"
+    log.write_bytes(line("/api/limited/predict") * 467)  # the last class's flood, still in the state folder
+    seen = Refusals(log)
+    assert seen.since_last() == {}
+    with log.open("ab") as more:
+        more.write(line("/api/naive/predict"))
+    assert seen.since_last() == {"/api/naive/predict": 1}
 
 
 def test_the_instructor_line_names_the_front_and_says_it_is_not_the_box() -> None:
