@@ -13,6 +13,9 @@ from typing import Any
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT
 
 BURSTS = PROJECT_ROOT / "docs" / "bench" / "bursts.json"  # written by `just bench` (bench/bursts.py)
+# ① at the cliff, the page's record (docs/box.md):
+# `just bench-cliff --server lab --cold --sizes 4,6,8,10,12,16 > docs/bench/cliff.jsonl`
+CLIFF = PROJECT_ROOT / "docs" / "bench" / "cliff.jsonl"
 MEASURED = re.compile(r"Measured from (?P<when>\d{4}-\d\d-\d\d \d\d:\d\d UTC) on (?P<host>[^(]*\([^)]*\))")
 
 
@@ -63,4 +66,41 @@ def naive_bursts(path: Path = BURSTS) -> NaiveBursts | None:
             big_deaths=big.get("box_deaths") or 0,
         )
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CliffStep:
+    n: int  # ① requests at once
+    lived: int  # tries the box survived
+    tries: int
+
+
+@dataclass(frozen=True, slots=True)
+class NaiveCliff:
+    """① at the cliff on the lab's box, as `bench.cliff` measured it: where a crowd starts to kill the box."""
+
+    started: str  # "2026-12-05 04:30 UTC"
+    host: str  # the CPU model ("AMD EPYC")
+    steps: tuple[CliffStep, ...]
+
+    @property
+    def edge(self) -> int | None:
+        """The smallest crowd the box did not always survive: where the cliff starts on this box."""
+        return next((step.n for step in self.steps if step.lived < step.tries), None)
+
+
+@lru_cache
+def naive_cliff(path: Path = CLIFF) -> NaiveCliff | None:
+    """The lab's rows of a bench.cliff run, by crowd size; None when missing or not in that shape."""
+    try:
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        header, rows = lines[0], [r for r in lines[1:] if r.get("server") == "lab"]
+        sizes = sorted({int(r["n"]) for r in rows})
+        steps = tuple(
+            CliffStep(n, sum(not r["died"] for r in rows if r["n"] == n), sum(r["n"] == n for r in rows)) for n in sizes
+        )
+        started = re.sub(r"(\d\d:\d\d):\d\d", r"\1", str(header["started"]))  # minutes are enough for a student
+        return NaiveCliff(started, str(header["host"]), steps) if steps else None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic reads it as a response model on Python 3.11 too
 
 from app.api.deps import get_lab
-from app.api.measured import naive_bursts
+from app.api.measured import naive_bursts, naive_cliff
 from app.api.records_ko import host_ko, record_ko
 from app.boxed.report import stand_in
 from app.contract import student
@@ -131,6 +131,7 @@ async def burst_page(request: Request) -> HTMLResponse:
         "lab_paths": page_paths(specs, settings),
         "lab_knobs": page_knobs(specs),
         "naive_measured": naive_bursts(),
+        "naive_cliff": naive_cliff(),
         "stand_in": stand_in(settings.box_state),
     }
     response = templates.TemplateResponse(request=request, name="index.html", context=context)
