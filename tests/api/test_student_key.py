@@ -75,10 +75,11 @@ async def test_nobody_but_the_front_can_change_the_address_the_page_shows(tmp_pa
 
 
 @pytest.mark.parametrize(
-    "host", ["evil.example/path", "a b", "x" * 300, "[::1", "host:port", "ex\u00e4mple.com".encode(), "'\"><script>"]
+    "host",
+    [b"evil.example/path", b"a b", b"x" * 300, b"[::1", b"host:port", "ex\u00e4mple.com".encode(), b"'\"><script>"],
 )
-async def test_a_malformed_forwarded_host_is_ignored_even_from_the_front(tmp_path: Path, host: str | bytes) -> None:
+async def test_a_malformed_forwarded_host_is_ignored_even_from_the_front(tmp_path: Path, host: bytes) -> None:
     async with box(tmp_path, FRONT) as client:
-        page = await client.get("/", headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": host})
+        page = await client.get("/", headers={b"X-Forwarded-Proto": b"https", b"X-Forwarded-Host": host})
     assert page.status_code == 200
     assert "curl -kO https://127.0.0.1:8000/static/burst.py" in page.text  # the scheme is still the front's word
