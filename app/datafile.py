@@ -13,6 +13,8 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,34 +39,56 @@ class BadNumber:
         return self.what
 
 
-def read_bytes(path: Path, max_bytes: int, *, private: bool = False) -> bytes:
-    """The file's bytes, or Unreadable: not a regular file, over `max_bytes`, or (`private`) a link, or
-    readable by anyone but its owner, this account. FileNotFoundError passes through: absent is not wrong."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (os.O_NOFOLLOW if private else 0)
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A file the lab has open and checked: its descriptor (to act on that very file), mode and bytes."""
+
+    fd: int
+    mode: int
+    data: bytes
+
+
+@contextmanager
+def opened(path: Path, max_bytes: int, *, own: bool = False) -> Iterator[Opened]:
+    """The file open, checked and read, or Unreadable: not a regular file or over `max_bytes`, or (`own`) a
+    link or another account's. Closed on leaving. FileNotFoundError passes through: absent is not wrong."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (os.O_NOFOLLOW if own else 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise Unreadable("a symbolic link" if private and os.path.islink(path) else exc.strerror or str(exc)) from None
+        raise Unreadable("a symbolic link" if own and os.path.islink(path) else exc.strerror or str(exc)) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Unreadable(f"not a regular file ({kind(st.st_mode)})")
-        if private and st.st_uid != os.geteuid():
-            raise Unreadable(f"owned by uid {st.st_uid}, not by this account")
-        if private and st.st_mode & 0o077:
-            raise Unreadable(f"readable or writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})")
-        if st.st_size > max_bytes:
-            raise Unreadable(f"{st.st_size} bytes, over the {max_bytes} this file may have")
-        data = os.read(fd, max_bytes + 1)  # a file that grew since fstat is still bounded
-    except OSError as exc:
-        raise Unreadable(exc.strerror or str(exc)) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Unreadable(f"not a regular file ({kind(st.st_mode)})")
+            if own and st.st_uid != os.geteuid():
+                raise Unreadable(f"owned by uid {st.st_uid}, not by this account")
+            if st.st_size > max_bytes:
+                raise Unreadable(f"{st.st_size} bytes, over the {max_bytes} this file may have")
+            data = os.read(fd, max_bytes + 1)  # a file that grew since fstat is still bounded
+        except OSError as exc:
+            raise Unreadable(exc.strerror or str(exc)) from None
+        if len(data) > max_bytes:
+            raise Unreadable(f"over the {max_bytes} bytes this file may have")
+        yield Opened(fd, st.st_mode, data)
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
-        raise Unreadable(f"over the {max_bytes} bytes this file may have")
-    return data
+
+
+def read_bytes(path: Path, max_bytes: int, *, private: bool = False) -> bytes:
+    """The file's bytes, or Unreadable: as `opened` says, and (`private`) readable by anyone but this account."""
+    with opened(path, max_bytes, own=private) as file:
+        if private and (loose := loose_mode(file.mode)):
+            raise Unreadable(loose)
+        return file.data
+
+
+def loose_mode(mode: int) -> str:
+    """Why a file's mode is not private ('' when it is): group or others may read or write it."""
+    return f"readable or writable by group or others (mode {stat.S_IMODE(mode):04o})" if mode & 0o077 else ""
 
 
 def read_json(path: Path, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:

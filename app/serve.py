@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from app.door.connections import ConnectionGuard
 from app.door.protocol import GuardedWebSockets, HeadLimits, guarded
+from app.knobs.instructor import TokenFileRefused, kept_token
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("app.serve")
@@ -106,6 +107,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, default=None, help="serve this listening socket instead (the box's)")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
+    if settings.instructor_token_file is not None:  # said before the model loads, as a port in use is
+        try:
+            kept_token(settings.instructor_token_file)
+        except TokenFileRefused as err:
+            sys.exit(f"app.serve: {err}")
     sockets = None
     if args.fd is None:
         try:

@@ -35,12 +35,11 @@ from app.boxed.cgroup_memory import write_memory_limit
 from app.boxed.report import summary
 from app.boxed.stand_in import measured_figure
 from app.boxed.state import BoxState
-from app.knobs.instructor import kept_token
+from app.knobs.instructor import TOKEN_FILE, TokenFileRefused, lesson_token
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.box")
 
-TOKEN_FILE = PROJECT_ROOT / "data" / "instructor-token"  # unless LAB_INSTRUCTOR_TOKEN_FILE names another
 QUICK_DEATH_S = 10.0  # a server that dies sooner than this is restarted after a growing pause
 MAX_BACKOFF_S = 30.0
 
@@ -208,16 +207,6 @@ def with_kept_knobs(settings: Settings, kept: KeptKnobs) -> Settings:
     return settings.model_copy(update=update)
 
 
-def lesson_token(file: Path, state_dir: Path) -> tuple[Path, str]:
-    """The token file every incarnation reads, and its token: `file`, else one in the box's own private
-    folder (a token for this box's lifetime, when `file` cannot be written)."""
-    token = kept_token(file)
-    if token is None:
-        file = state_dir / "instructor-token"
-        token = kept_token(file) or ""
-    return file, token
-
-
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
     try:
@@ -225,6 +214,14 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     except OSError as err:  # most often another box or server on the port: one line, not a traceback
         log.error("Cannot listen on %s:%d: %s.", host, port, err.strerror or err)
         return 1
+    state_dir = tempfile.mkdtemp(prefix="lab-box-")
+    try:
+        token_file, token = lesson_token(settings.instructor_token_file or TOKEN_FILE, Path(state_dir))
+    except TokenFileRefused as err:  # someone's file in its place: one line, and nothing started
+        log.error("%s", err)
+        sock.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
+        return 2
     if settings.box_cgroups:
         for folder in sweep_orphans():
             log.info("Removed %s, left by a box that was killed.", folder)
@@ -234,8 +231,6 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     placement = place(settings.cpus, slow, settings.memory_cap_bytes, box_name(os.getpid()), settings.box_cgroups)
     for controller, why in placement.failures.items():
         log.warning("No %s cgroup (%s): falling back.", controller, why)
-    state_dir = tempfile.mkdtemp(prefix="lab-box-")
-    token_file, token = lesson_token(settings.instructor_token_file or TOKEN_FILE, Path(state_dir))
     supervisor = Supervisor(settings, host, port, placement, sock, state_dir, kept, token, token_file)
     signal.signal(signal.SIGINT, supervisor.on_signal)
     signal.signal(signal.SIGTERM, supervisor.on_signal)
