@@ -17,7 +17,7 @@ import time
 from types import FrameType
 
 from app.box.launch import stop_process
-from app.front.children import bound_to
+from app.front.children import bound_to, stop_group, stop_leftover_nginx
 from app.front.domain import checked_domain
 from app.front.nginx import FrontConfig, ipv6_here, start_nginx, validate
 from app.front.ports import holder, taken
@@ -52,6 +52,8 @@ def prepared(settings: Settings) -> FrontConfig | str:
         domain = checked_domain(settings.domain)
     except ValueError as err:
         return f"{err}."
+    for stopped in stop_leftover_nginx(settings.front_state_dir):
+        log.warning("Stopped the lab's nginx that a killed front left running: %s.", stopped)
     ipv6 = ipv6_here()
     busy = taken_port(settings, ipv6)
     if busy:
@@ -108,7 +110,7 @@ def main() -> int:
                 log.info("%s", line)
     if proxy.poll() is not None and not stopping:
         log.error("nginx exited with %s; stopping the box. See %s", proxy.returncode, config.state_dir / "error.log")
-    stop_process(proxy, limit_s=10)
+    stop_group(proxy, limit_s=10)  # its worker too, even when its master was killed
     stop_process(box, limit_s=60)
     return 0 if stopping else 1
 

@@ -146,8 +146,11 @@ def validate(config: FrontConfig) -> str:
 
 
 def start_nginx(config: FrontConfig, preexec: Callable[[], None] | None = None) -> "subprocess.Popen[bytes]":
-    """nginx in the foreground on the rendered config; its messages go to the state folder's error.log."""
+    """nginx in the foreground on the rendered config; its messages go to the state folder's error.log.
+
+    In a process group of its own that its master leads: its worker stays in it even if the master is
+    killed, so stopping the group stops both (app/front/children.py `stop_group`)."""
     path = write(config)
     argv = [nginx_binary(), "-p", str(config.state_dir), "-e", str(config.state_dir / "error.log"), "-c", str(path)]
     with (config.state_dir / "error.log").open("ab") as log:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec, process_group=0)

@@ -6,7 +6,7 @@ import socket
 
 import psutil
 
-__all__ = ["holder", "taken"]
+__all__ = ["describe", "holder", "taken"]
 
 
 def taken(host: str, port: int) -> bool:
@@ -35,7 +35,7 @@ def holder(port: int) -> str:
 def describe(pid: int) -> str:
     try:
         process = psutil.Process(pid)
-        command = " ".join(process.cmdline()) or process.name()
+        command = " ".join(filter(None, process.cmdline())).strip() or process.name()  # nginx pads its title
     except psutil.Error:
         return f"pid {pid}"
     return f"pid {pid} ({command[:120]})"
