@@ -172,7 +172,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
-        log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
+        if settings.box_state is None:  # inside the box, the supervisor prints the page's whole address
+            log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(
             settings=settings,
             manifest=manifest,

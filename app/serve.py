@@ -21,6 +21,18 @@ from app.knobs.instructor import TokenFileRefused, kept_token
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("app.serve")
+# What uvicorn and the websockets library log at INFO for each WebSocket: a live panel's accept, open and close,
+# two or three lines per page (158 lines for 79 panels in a class, 2026-12-05), burying what the instructor
+# must read. Warnings and errors about a connection still show.
+PER_CONNECTION = frozenset(
+    {
+        '%s - "WebSocket %s" [accepted]',
+        '%s - "WebSocket %s" 403',
+        '%s - "WebSocket %s" %d',
+        "connection open",
+        "connection closed",
+    }
+)
 # Descriptors the process needs besides client sockets: the model, the store and its pool,
 # webhook clients, logs, the event loop: 22 at rest with sqlite (measured 2026-11-30); Redis'
 # pool adds up to 64 and webhook deliveries 16.
@@ -49,12 +61,52 @@ def connections_that_fit(wanted: int) -> int:
     return fits
 
 
+class Quiet(logging.Filter):
+    """The server's output, for whoever watches the box: never a line per WebSocket; inside the box, none of
+    uvicorn's start-up lines (the supervisor says when the server is up, and where); and on a restart, nothing
+    below an error until it serves (the start-up would repeat what the first start said, the supervisor says
+    in one line that the box is back)."""
+
+    def __init__(self, boxed: bool = False, restarted: bool = False) -> None:
+        super().__init__()
+        self.boxed = boxed
+        self.restarted = restarted
+        self.starting = True
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        if record.levelno < logging.WARNING and record.msg in PER_CONNECTION:
+            return False
+        if self.starting and self.restarted:
+            return False
+        return not (self.starting and self.boxed and record.name.startswith("uvicorn"))
+
+
+def quiet_logging(settings: Settings) -> Quiet:
+    """The filter on uvicorn's logger and on a handler for the lab's own lines (warnings and up, as before)."""
+    state = settings.box_state
+    quiet = Quiet(boxed=state is not None, restarted=state is not None and state.incarnation > 1)
+    logging.getLogger("uvicorn.error").addFilter(quiet)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(quiet)
+    logging.getLogger().addHandler(handler)
+    return quiet
+
+
 class LabServer(uvicorn.Server):
     """uvicorn's server, which drains the lab before it waits for open connections."""
 
     def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
         super().__init__(config)
         self._app = app
+        self.quiet: Quiet | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.quiet is not None:
+            self.quiet.starting = False  # serving: what it says from now on is news
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         lab = getattr(self._app.state, "lab", None)
@@ -120,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"app.serve: cannot listen on {args.host}:{args.port}: {err.strerror or err}.")
     from app.main import app  # built here, so --help needs no app
 
-    server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level).run(sockets=sockets)
+    lab_server = server(app, settings, host=args.host, port=args.port, fd=args.fd, log_level=args.log_level)
+    lab_server.quiet = quiet_logging(settings)  # after uvicorn.Config, which configures uvicorn's loggers
+    lab_server.run(sockets=sockets)
 
 
 if __name__ == "__main__":

@@ -149,6 +149,9 @@ class Settings(BaseSettings):
     # The one address whose X-Forwarded-Proto/-Host/-For the box believes: the front's (it reaches the box
     # over loopback). Anyone else's are ignored, so nobody can make the page show another address.
     trusted_proxy: str = "127.0.0.1"
+    # The class's address (https://…), set by `just classroom` for the box it starts: the box names it, not its
+    # own plain port, in the line it prints after each restart, and leaves the start-up block to the front.
+    class_url: str = ""
     # Open client connections at most (lowered to fit the open-file limit); at the cap the
     # oldest connection still owing a request is closed to make room.
     max_connections: int = 1000

@@ -144,17 +144,23 @@ class Supervisor:
             self.child.send_signal(signum)
 
     def announce(self, child: "subprocess.Popen[bytes]", state: BoxState) -> None:
-        """Once the server answers /health, print what the box is (the first time) or that it is back."""
+        """Once the server answers /health: what the box is and the instructor page (the front prints both itself),
+        or one line saying it is back, with the address people use (LAB_CLASS_URL behind the front) and the page."""
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         url = f"http://{host}:{self.port}"
+        address = self.settings.class_url or url
+        page = f"{address}/instructor?token={self.token}" if self.token else ""
         while child.poll() is None and not self.stopping:
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    if state.incarnation > 1:
+                        back = f"The box is back (incarnation {state.incarnation}): {address}"
+                        print(f"{back} · instructor page {page}" if page else back, flush=True)
+                        return
                     box = httpx.get(f"{url}/api/model", timeout=5).json().get("box", {})
-                    line = f"{url}  {summary(state, box.get('speed'))}"
-                    print(line if state.incarnation == 1 else f"The box is back: {line}", flush=True)
-                    if state.incarnation == 1 and self.token:
-                        page = f"{url}/instructor?token={self.token}"
+                    line = summary(state, box.get("speed"))
+                    print(line if self.settings.class_url else f"{url}  {line}", flush=True)
+                    if page and not self.settings.class_url:
                         why = "the knobs, for the whole lesson; keep it from students"
                         print(f"Instructor page: {page} ({why})", flush=True)
                     return

@@ -170,11 +170,16 @@ def slow_to_target(
     # One run at the first setting (it also feeds the loop): each should cost the target.
     achieved = cpu_seconds(meter, text, time.perf_counter)
     calibration = replace(calibration, fraction=setting.fraction, achieved_s=round(achieved, 4))
+    host = (  # a reused setting measured nothing on the host: no number to give
+        "the previous incarnation's setting"
+        if calibration.host_cpu_s is None
+        else f"host {calibration.host_cpu_s:.3f} CPU s per median review"
+    )
     log.warning(
-        "Box speed: first guess %s (%s), host %s CPU s per median review; target %.2f s; %s; achieved %.3f s.",
+        "Box speed: first guess %s (%s), %s; target %.2f s; %s; achieved %.3f s.",
         guess,
         calibration.method,
-        "?" if calibration.host_cpu_s is None else f"{calibration.host_cpu_s:.3f}",
+        host,
         target_s,
         describe(setting),
         achieved,

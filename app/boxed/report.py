@@ -27,9 +27,9 @@ def summary(state: BoxState, speed: dict[str, Any] | None) -> str:
     if speed is None:
         pace = "host speed (LAB_BOX_SECONDS_PER_REVIEW=0)"
     else:
-        achieved = "?" if speed["achieved_s"] is None else f"{speed['achieved_s']:.2f}"
+        achieved = "none measured yet" if speed["achieved_s"] is None else f"{speed['achieved_s']:.2f} s"
         pace = (
-            f"target {speed['target_s']:.2f} s/review, achieved {achieved} s "
+            f"target {speed['target_s']:.2f} s/review, achieved {achieved} "
             f"({speed['method']} {100 * speed['cpu_fraction']:.1f}% of a core, held by a loop; "
             f"first guess {speed['first_guess']})"
         )

@@ -1,11 +1,15 @@
 """`python -m app.front` (`just classroom`): the box on its plain port, nginx's HTTPS/HTTP2 front before it.
 
-Before anything starts: LAB_DOMAIN must be a host name or an IP address, and both ports free (a
-taken one is named with the process holding it); the certificate is made and nginx's config
-checked. The address is printed only once the front answers /health from the box and the page
-has been fetched once through it, so the first student's load is as fast as the later ones.
-Both children die with this process, even by kill -9 (PR_SET_PDEATHSIG); Ctrl-C or SIGTERM is
-forwarded once to each (the box drains, nginx stops); either exiting on its own stops the other.
+Before anything starts: LAB_DOMAIN must be a host name or an IP address; the lab's own nginx that a killed
+front left running is stopped (by its pid file, app/front/children.py), then both ports must be free (a
+taken one is named with the process holding it, never killed); the instructor's token file is checked (a
+file that is not one stops the start, app/knobs/instructor.py); the certificate is made and nginx's config
+checked. The class's address and the instructor page, both at the class's https address, are printed as
+one block only once the front answers /health from the box and the page has been fetched once through it,
+so the first student's load is as fast as the later ones; after each restart of the box, the box says
+both again in one line (LAB_CLASS_URL). Both children die with this process, even by kill -9
+(PR_SET_PDEATHSIG); Ctrl-C or SIGTERM is forwarded once to each (the box drains, nginx's whole process
+group stops); either exiting on its own stops the other, nginx's worker included.
 """
 
 import logging
@@ -14,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
 from app.box.launch import stop_process
@@ -24,15 +29,18 @@ from app.front.ports import holder, taken
 from app.front.ready import front_url, wait_ready, warm
 from app.front.refusals import Refusals
 from app.front.tls import certificate
+from app.knobs.instructor import TOKEN_FILE, TokenFileRefused, lesson_token
 from app.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app.front")
 REFUSALS_EVERY_S = 60.0  # how often the instructor is told how many the front itself refused
 
 
-def start_box(settings: Settings) -> "subprocess.Popen[bytes]":
+def start_box(settings: Settings, token_file: Path, url: str) -> "subprocess.Popen[bytes]":
+    """The box, told the token file the front read (so both speak of one token) and the class's address."""
     argv = [sys.executable, "-m", "app.box", "--host", settings.host, "--port", str(settings.port)]
-    return subprocess.Popen(argv, cwd=PROJECT_ROOT, start_new_session=True, preexec_fn=bound_to(os.getpid()))
+    env = {**os.environ, "LAB_INSTRUCTOR_TOKEN_FILE": str(token_file), "LAB_CLASS_URL": url}
+    return subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, start_new_session=True, preexec_fn=bound_to(os.getpid()))
 
 
 def taken_port(settings: Settings, ipv6: bool) -> str:
@@ -75,6 +83,30 @@ def prepared(settings: Settings) -> FrontConfig | str:
     return f"nginx refuses the front's config: {complaint}" if complaint else config
 
 
+def class_token(settings: Settings, state_dir: Path) -> tuple[Path, str] | str:
+    """The instructor token file the box will read and its token (in the front's folder if the file cannot be
+    created), or one line saying why the start stops."""
+    try:
+        return lesson_token(settings.instructor_token_file or TOKEN_FILE, state_dir)
+    except TokenFileRefused as err:
+        return str(err)
+
+
+def ready_block(url: str, token: str, config: FrontConfig, self_signed: bool) -> list[str]:
+    """What the instructor reads once the class can come in: the class's address and the instructor page, both
+    at the address the class uses, framed so they stand out of the start-up lines above."""
+    warning = "self-signed: browsers warn once" if self_signed else "its own certificate"
+    rule = "-" * 72
+    lines = [rule, f"{url}  the class's address (HTTPS, HTTP/2; {warning})"]
+    if token:
+        why = "the knobs, for the whole lesson; keep it from students"
+        lines.append(f"{url}/instructor?token={token}  the instructor page ({why})")
+    else:
+        lines.append("No instructor page: the token could not be kept (the line above says why).")
+    lines += [f"Behind it: the box at http://{config.upstream}; nginx's log in {config.state_dir}", rule]
+    return lines
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="classroom: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the readiness polls are not news
@@ -85,6 +117,11 @@ def main() -> int:
         return 2
     url = front_url(checked_domain(settings.domain), settings.https_port)
     local = front_url("127.0.0.1", settings.https_port)  # what this machine asks, whatever name the class uses
+    lesson = class_token(settings, config.state_dir)
+    if isinstance(lesson, str):
+        log.error("%s", lesson)
+        return 2
+    token_file, token = lesson
     stopping = False
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -93,13 +130,13 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    box = start_box(settings)
+    box = start_box(settings, token_file, url)
     proxy = start_nginx(config, preexec=bound_to(os.getpid()))
     log.info("Starting the box and the front (the box loads its model: about a minute)…")
     if wait_ready(local, [box, proxy], lambda: stopping):
         warm(local)
-        log.info("%s  the class's address (HTTPS, HTTP/2) -> the box at http://%s", url, config.upstream)
-        log.info("Self-signed for %s unless LAB_FRONT_CERT is set: browsers warn once; log: %s", url, config.state_dir)
+        for line in ready_block(url, token, config, settings.front_cert is None):
+            log.info("%s", line)
     refusals, said_at = Refusals(config.state_dir / "front-refusals.log"), time.monotonic()
     while not stopping and box.poll() is None and proxy.poll() is None:
         time.sleep(0.2)
