@@ -2,6 +2,7 @@
 temporary folder, its output (the front's, the box's and the server's, as the instructor sees them) in one log."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,3 +110,4 @@ def classroom(**settings: str) -> Iterator[Classroom]:
                 process.wait()
         for survivor in (p for p in room.seen if alive(p.pid)):  # only after a failure: leave nothing behind
             survivor.kill()
+        shutil.rmtree(state, ignore_errors=True)  # its output went to stderr on a failure

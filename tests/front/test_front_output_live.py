@@ -28,9 +28,9 @@ def test_a_class_start_and_a_restart_print_what_the_instructor_needs_and_nothing
         os.kill(room.server().pid, signal.SIGKILL)
         room.wait_for("The box is back")
         token = (room.state / "instructor-token").read_text().strip()
+        out = room.output()
     url = f"https://localhost:{room.https_port}"
     page = f"{url}/instructor?token={token}"
-    out = room.output()
     lines = out.splitlines()
 
     assert [line for line in lines if "the class's address" in line] == [
