@@ -1,10 +1,12 @@
 """Run the lab server inside the box and bring it back after a death, as a container's restart policy would.
 
-The supervisor binds the listening socket itself and hands it to the server (`uvicorn --fd`), so
-clients that arrive while an incarnation loads its model wait in the kernel's backlog. A death
-closes that socket, as a real crashed process's would: the connections queued for the dead
-incarnation are reset at once (a front answers them 502) instead of being handed to the next one,
-which would die of them again (a death spiral); each incarnation gets a fresh, empty socket.
+The supervisor binds each incarnation's socket itself and hands it to the server (`uvicorn --fd`),
+bound but not listening until the server's start-up is over (app/box/port.py): a client that comes
+while an incarnation loads its model is refused at once (a front answers it 502), as by a crashed
+server behind a proxy, instead of waiting in a backlog that would reach the new incarnation as one
+crowd and kill it again. A death closes the socket, as a real crashed process's would: the
+connections queued for the dead incarnation are reset at once instead of being handed to the next
+one (a death spiral); each incarnation gets a fresh socket, bound just before it starts.
 SIGINT/SIGTERM are forwarded once to the server (its graceful shutdown) and end the loop.
 The instructor's token is drawn once, into a private file every incarnation reads (app/knobs/instructor.py),
 so the /instructor address printed at start-up works for the whole lesson.
@@ -31,6 +33,7 @@ from app.box.kept import KeptKnobs, knobs_file
 from app.box.launch import server_argv
 from app.box.memory import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
+from app.box.port import bound_socket, claim_port
 from app.boxed.cgroup_memory import write_memory_limit
 from app.boxed.report import summary
 from app.boxed.stand_in import measured_figure
@@ -42,18 +45,6 @@ log = logging.getLogger("app.box")
 
 QUICK_DEATH_S = 10.0  # a server that dies sooner than this is restarted after a growing pause
 MAX_BACKOFF_S = 30.0
-
-
-def listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit it: uvicorn cannot set it on an fd it was handed.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def next_backoff(previous_s: float, lived_s: float) -> float:
@@ -201,7 +192,7 @@ class Supervisor:
                 time.sleep(0.1)
             if self.stopping:
                 return returncode
-            self.sock = listen(self.host, self.port)
+            self.sock = bound_socket(self.host, self.port)  # refuses until the next incarnation serves
 
 
 def with_kept_knobs(settings: Settings, kept: KeptKnobs) -> Settings:
@@ -216,7 +207,7 @@ def with_kept_knobs(settings: Settings, kept: KeptKnobs) -> Settings:
 def serve(host: str, port: int, settings: Settings | None = None) -> int:
     settings = settings or Settings()
     try:
-        sock = listen(host, port)
+        port_lock, sock = claim_port(host, port)
     except OSError as err:  # most often another box or server on the port: one line, not a traceback
         log.error("Cannot listen on %s:%d: %s.", host, port, err.strerror or err)
         return 1
@@ -245,4 +236,5 @@ def serve(host: str, port: int, settings: Settings | None = None) -> int:
     finally:
         placement.close()
         supervisor.sock.close()
+        os.close(port_lock)
         shutil.rmtree(state_dir, ignore_errors=True)

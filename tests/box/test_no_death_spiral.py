@@ -5,8 +5,10 @@ import time
 from types import ModuleType
 
 import httpx
+import psutil
 import pytest
 
+from tests.box import test_box_live as live
 from tests.box.test_box_live import CAP, LONG_REVIEW, boxed
 from tests.test_burst_cli import burst  # noqa: F401  (the fixture: burst.py imported as the students run it)
 from tests.waiting import eventually
@@ -49,3 +51,26 @@ def test_burst_py_50_naive_kills_the_box_once_and_it_serves_again(burst: ModuleT
 
         asyncio.run(eventually(tickets_done, limit_s=120))
         assert box.stats()["deaths"] == 1
+
+
+def test_a_crowd_that_comes_while_the_box_restarts_is_refused_not_handed_to_it() -> None:
+    """① 50 kill the box; 30 more ① sent once the next incarnation is starting are refused at once
+    instead of waiting for its model and reaching it as one crowd (which killed it: 2 deaths, 0/30)."""
+    with boxed(LAB_MEMORY_CAP_BYTES=str(CAP), LAB_BOX_SECONDS_PER_REVIEW="0") as box:
+        supervisor = psutil.Process(box.process.pid)
+        first = {child.pid for child in supervisor.children()}
+        crowd = live.burst(box.url, "naive", 50, LONG_REVIEW)
+        assert any(r.status == 0 for r in crowd)
+
+        async def next_incarnation_starting() -> bool:
+            return bool({child.pid for child in supervisor.children()} - first)
+
+        asyncio.run(eventually(next_incarnation_starting, limit_s=120))  # its socket is bound: it is loading
+        during = live.burst(box.url, "naive", 30, LONG_REVIEW)
+        sent = time.time()
+        assert [r.status for r in during] == [0] * 30  # refused: no connection, nothing waited for the model
+        health_at = asyncio.run(first_200(f"{box.url}/health", limit_s=120))
+        served_at = asyncio.run(first_200(f"{box.url}/api/limited/predict", limit_s=120, json={"text": "돌아왔나요?"}))
+        stats = box.stats()
+        assert stats["deaths"] == 1 and stats["incarnation"] == 2
+        print(f"after the crowd: /health at +{health_at - sent:.1f} s, ② served at +{served_at - sent:.1f} s")
