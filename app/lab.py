@@ -79,6 +79,7 @@ class Lab:
     paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
     knobs: KnobBoard
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
+    stand_in_bytes: int = 0  # held for the seed's libraries (app/boxed/stand_in.py), within the memory shown
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -140,13 +141,13 @@ def build_tickets(
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
     fake = {"name": type(scorer).__name__, "weights": "fake"}
-    held = HeldMemory(settings.box_state.stand_in_bytes if settings.box_state else 0)  # for the seed's libraries
     scorer, manifest, speed = load_scorer(settings) if scorer is None else (scorer, fake, None)
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
     tickets: Tickets | None = None
     batcher: MicroBatcher | None = None
+    held: HeldMemory | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
@@ -170,6 +171,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         )
         paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
         knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
+        # Held from here on, not from the first line: start-up's own peak (model, warm-up) does not meet it.
+        held = HeldMemory(settings.box_state.stand_in_bytes if settings.box_state else 0)  # the seed's libraries
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
         if settings.box_state is None:  # inside the box, the supervisor prints the page's whole address
@@ -191,6 +194,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             paths=paths,
             knobs=knobs,
             speed=speed,
+            stand_in_bytes=held.size,
         )
     finally:  # in reverse order of starting
         if batcher is not None:
@@ -201,4 +205,5 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             await tickets.worker.stop()
         lane.stop()
         await store.close()
-        held.close()
+        if held is not None:
+            held.close()

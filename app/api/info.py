@@ -21,9 +21,14 @@ _process = psutil.Process()
 
 
 def stats_body(
-    snap: LabSnapshot, tickets: TicketsSnapshot, box: BoxState | None = None, speed: dict[str, Any] | None = None
+    snap: LabSnapshot,
+    tickets: TicketsSnapshot,
+    box: BoxState | None = None,
+    speed: dict[str, Any] | None = None,
+    stand_in_bytes: int = 0,
 ) -> dict[str, Any]:
-    """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor."""
+    """The same snapshots the collector turns into metrics, so the page and Grafana agree; `box` from the supervisor,
+    `stand_in_bytes` what the lab holds for the seed's libraries."""
     lane, cache, loads = snap.lane, snap.cache, snap.loads
     rss = _process.memory_info().rss
     naive = loads["naive"].in_flight
@@ -56,7 +61,7 @@ def stats_body(
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": rss},
         # Outside the box nothing caps the server: RSS, no percentage.
-        "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss),
+        "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss, stand_in_bytes),
         "box": report.stats(box, speed),
         # The instructor's live values; pages announce a change when `version` moves (app/knobs/board.py).
         "knobs": {
@@ -76,7 +81,7 @@ async def stats(request: Request) -> dict[str, Any]:
 async def lab_stats(lab: Lab) -> dict[str, Any]:
     """What GET /api/stats and its WebSocket answer, from one set of snapshots."""
     tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
-    return stats_body(lab.snapshot(), tickets, lab.settings.box_state, lab.speed_now())
+    return stats_body(lab.snapshot(), tickets, lab.settings.box_state, lab.speed_now(), lab.stand_in_bytes)
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")

@@ -81,9 +81,10 @@ def charged_bytes(memory_dir: str | None) -> int | None:
         return None
 
 
-def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[str, Any]:
+def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int, stand_in_bytes: int = 0) -> dict[str, Any]:
     """/api/stats' `memory`: the box's memory as the kernel counts it (the cgroup, else this process's RSS),
-    in bytes and % of the cap (None without a cap)."""
+    in bytes and % of the cap (None without a cap), and that split in two: the stand-in the box holds for
+    the seed's libraries (app/boxed/stand_in.py: resident, written pages) and the lab's own, the rest."""
     charged = charged_bytes(memory_dir)
     used, source = (charged, "cgroup") if charged is not None else (rss_bytes, "rss")
     return {
@@ -91,6 +92,8 @@ def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int) -> dict[s
         "source": source,
         "cap_bytes": cap_bytes or None,
         "pct_of_cap": round(100 * used / cap_bytes, 1) if cap_bytes > 0 else None,
+        "lab_bytes": max(used - stand_in_bytes, 0),
+        "stand_in_bytes": stand_in_bytes,
     }
 
 

@@ -65,9 +65,31 @@ async def test_stats_show_the_memory_the_cgroup_charges_as_a_share_of_the_cap(
     async with lab_client(GatedScorer(gated=False)) as client:
         bare = (await client.get("/api/stats")).json()
     # The page cache the kernel drops first (the model file read at start-up) is not the box filling up.
-    assert boxed == {"bytes": 800 * 2**20, "source": "cgroup", "cap_bytes": 1000 * 2**20, "pct_of_cap": 80.0}
+    assert boxed == {
+        "bytes": 800 * 2**20,
+        "source": "cgroup",
+        "cap_bytes": 1000 * 2**20,
+        "pct_of_cap": 80.0,
+        "lab_bytes": 800 * 2**20,
+        "stand_in_bytes": 0,
+    }
     assert bare["memory"]["source"] == "rss" and bare["memory"]["bytes"] == bare["process"]["rss_bytes"]
     assert bare["memory"]["pct_of_cap"] is None  # nothing caps a server outside the box
+
+
+async def test_stats_split_the_memory_into_the_labs_own_and_the_stand_in(
+    lab_client: LabClientFactory, tmp_path: Path
+) -> None:
+    """A student sees how much of the bar is the lab and how much stands for the seed's libraries."""
+    (tmp_path / "memory.usage_in_bytes").write_text(str(900 * 2**20))
+    (tmp_path / "memory.stat").write_text(f"total_inactive_file {100 * 2**20}\n")
+    state = BoxState(memory_cap_bytes=1000 * 2**20, memory_mode="cgroup", memory_dir=str(tmp_path))
+    held = state.model_copy(update={"stand_in_bytes": 64 * 2**20})
+    async with lab_client(GatedScorer(gated=False), box_state=held) as client:
+        memory = (await client.get("/api/stats")).json()["memory"]
+    assert memory["bytes"] == 800 * 2**20 and memory["pct_of_cap"] == 80.0  # the total as before
+    assert memory["stand_in_bytes"] == 64 * 2**20
+    assert memory["lab_bytes"] == (800 - 64) * 2**20
 
 
 async def test_the_cpu_line_counts_naive_inferences_beside_the_idle_lane(lab_client: LabClientFactory) -> None:

@@ -169,7 +169,14 @@ async def test_turning_the_cap_rewrites_the_group_and_every_view_follows(boxed_l
         above = await client.put("/api/knobs/memory_cap_bytes", json={"value": 2049 * MIB}, headers=auth)
         speed = await client.put("/api/knobs/box_seconds_per_review", json={"value": 2}, headers=auth)
     assert (folder / "memory.limit_in_bytes").read_text() == str(800 * MIB)
-    assert stats["memory"] == {"bytes": 550 * MIB, "source": "cgroup", "cap_bytes": 800 * MIB, "pct_of_cap": 68.8}
+    assert stats["memory"] == {
+        "bytes": 550 * MIB,
+        "source": "cgroup",
+        "cap_bytes": 800 * MIB,
+        "pct_of_cap": 68.8,
+        "lab_bytes": 550 * MIB,
+        "stand_in_bytes": 0,
+    }
     assert stats["knobs"]["last"]["setting"] == "memory_cap_bytes" and stats["knobs"]["version"] == 1
     assert model["box"]["memory_cap_bytes"] == 800 * MIB
     assert 'review_knob_changes_total{knob="memory_cap_bytes"} 1.0' in metrics

@@ -1,10 +1,17 @@
 """Memory the box holds for the seed's server: resident, given back on close, declared where the box is described."""
 
+from pathlib import Path
+from typing import ClassVar, NoReturn
+
 import psutil
+import pytest
 
 from app.boxed.report import model_info, stand_in, summary
 from app.boxed.stand_in import HeldMemory, measured_figure
 from app.boxed.state import BoxState
+from app.lab import open_lab
+from app.settings import Settings
+from tests.fakes import GatedScorer
 
 MIB = 2**20
 
@@ -47,3 +54,54 @@ def test_a_box_without_the_stand_in_and_a_bare_server_declare_nothing() -> None:
     assert stand_in(BoxState(stand_in_bytes=0)) is None
     assert model_info(None, None)["stand_in"] is None
     assert "stand-in" not in summary(BoxState(), None)
+
+
+class RecordedHeld(HeldMemory):
+    """A real stand-in that remembers every one made and whether it was given back."""
+
+    made: ClassVar[list["RecordedHeld"]] = []
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.closed = False
+        RecordedHeld.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+@pytest.mark.parametrize("fails", ["open_store", "malloc_trim"])
+async def test_a_failed_start_gives_the_stand_in_back(
+    fails: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Whether start-up fails before the stand-in is made or after, nothing it held outlives the failed start."""
+
+    def broken(*_args: object, **_kwargs: object) -> NoReturn:
+        raise RuntimeError(f"{fails} failed")
+
+    RecordedHeld.made = []
+    monkeypatch.setattr("app.lab.HeldMemory", RecordedHeld)
+    monkeypatch.setattr(f"app.lab.{fails}", broken)
+    settings = Settings(
+        warmup=False,
+        job_store=f"sqlite:///{tmp_path / 'jobs.db'}",
+        knobs_file=tmp_path / "knobs.json",
+        box_state=BoxState(stand_in_bytes=8 * MIB),
+    )
+    with pytest.raises(RuntimeError, match=fails):
+        async with open_lab(settings, GatedScorer(gated=False)):
+            pass
+    assert all(held.closed for held in RecordedHeld.made)
+    if fails == "malloc_trim":  # the last step of start-up: the stand-in was made, and given back
+        assert len(RecordedHeld.made) == 1
+
+
+async def test_a_started_lab_holds_the_stand_in_until_it_stops(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    RecordedHeld.made = []
+    monkeypatch.setattr("app.lab.HeldMemory", RecordedHeld)
+    state = BoxState(stand_in_bytes=8 * MIB)
+    settings = Settings(warmup=False, job_store="memory://", knobs_file=tmp_path / "knobs.json", box_state=state)
+    async with open_lab(settings, GatedScorer(gated=False)) as lab:
+        assert lab.stand_in_bytes == 8 * MIB and not RecordedHeld.made[0].closed
+    assert RecordedHeld.made[0].closed
