@@ -18,7 +18,7 @@ from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
 from app.knobs.board import KnobBoard, KnobsSnapshot
 from app.knobs.table import knob_board
-from app.memory.give_back import malloc_trim
+from app.memory.give_back import GiveBack, malloc_trim
 from app.memory.guard import open_memory_guard
 from app.paths.adaptive import AdaptiveGate
 from app.paths.batch import BatcherSnapshot
@@ -148,6 +148,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     tickets: Tickets | None = None
     batcher: MicroBatcher | None = None
     held: HeldMemory | None = None
+    give_back: GiveBack | None = None
     try:
         if settings.warmup:
             await lane.run([warmup_text(settings)])
@@ -159,7 +160,14 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         pipeline = Pipeline(cache)
         tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
         tickets.worker.start()
-        naive = NaiveRunner(scorer, guard, malloc_trim if settings.memory_trim else None)
+        naive = NaiveRunner(scorer, guard)
+        if settings.memory_trim:  # once a crowd is over, on any path: what it grew goes back to the kernel
+
+            def busy() -> bool:
+                return pipeline.running > 0 or lane.busy or lane.pending_reviews > 0 or naive.in_flight > 0
+
+            give_back = GiveBack(malloc_trim, busy)
+            pipeline.on_leave = give_back.ended
         holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_reviews=settings.limited_hold_horizon_reviews)
         limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)
         batcher = MicroBatcher(
@@ -197,6 +205,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             stand_in_bytes=held.size,
         )
     finally:  # in reverse order of starting
+        if give_back is not None:
+            give_back.close()
         if batcher is not None:
             await batcher.stop()
         if speed is not None:

@@ -98,8 +98,8 @@ class Settings(BaseSettings):
     box_state: BoxState | None = None
 
     # How onnxruntime keeps activation memory between calls: arena | shrink | no_arena
-    # (docs/box.md, "Memory given back"), and whether the last ① inference of a crowd hands the
-    # freed heap back to the kernel (glibc malloc_trim).
+    # (docs/box.md, "Memory given back"), and whether start-up and the end of every crowd, on any path,
+    # hand the freed heap back to the kernel (glibc malloc_trim; app/memory/give_back.py).
     memory_arena: Literal["arena", "shrink", "no_arena"] = "shrink"
     memory_trim: bool = True
 

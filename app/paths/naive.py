@@ -2,7 +2,6 @@
 
 import threading
 import time
-from collections.abc import Callable
 
 import anyio.to_thread
 
@@ -30,12 +29,9 @@ class NaiveRunner:
     name = SPEC.name
     withdrawable = False  # a thread cannot be stopped mid-inference
 
-    def __init__(
-        self, scorer: Scorer, guard: MemoryGuard | None = None, after_burst: Callable[[], object] | None = None
-    ) -> None:
+    def __init__(self, scorer: Scorer, guard: MemoryGuard | None = None) -> None:
         self._scorer = scorer
         self._guard = guard
-        self._after_burst = after_burst  # run when the last ① inference of a crowd ends (app/memory/give_back.py)
         self._lock = threading.Lock()
         self.in_flight = 0
         self.last_infer_s = 1.0
@@ -68,11 +64,8 @@ class NaiveRunner:
         finally:
             with self._lock:
                 self.in_flight -= 1
-                last = self.in_flight == 0
             if self._guard is not None:
                 self._guard.release(promised)
-            if last and self._after_burst is not None:
-                self._after_burst()
         infer_s = time.monotonic() - started
         self.last_infer_s = infer_s
         return Outcome(ranking, started - called, infer_s)

@@ -61,6 +61,9 @@ class Pipeline:
 
     def __init__(self, cache: ResultCache) -> None:
         self.cache = cache
+        self.running = 0  # reviews inside `through_cache` now, whatever path, answered from the cache or not
+        # Called when a review leaves, answered or refused: a crowd may be over (app/memory/give_back.py).
+        self.on_leave: Callable[[], None] | None = None
         self._wait: defaultdict[str, Tally] = defaultdict(lambda: Tally(WAIT_BUCKETS))
         self._inference: defaultdict[str, Tally] = defaultdict(lambda: Tally(INFERENCE_BUCKETS))
         self._gone: defaultdict[str, int] = defaultdict(int)
@@ -70,13 +73,19 @@ class Pipeline:
 
     async def through_cache(self, path: str, text: str, run: Callable[[], Awaitable[Outcome]]) -> tuple[Outcome, bool]:
         """(outcome, cache hit): a hit costs no inference; a miss runs, is cached and timed."""
-        ranking = self.cached(path, text)
-        if ranking is not None:
-            return Outcome(ranking, 0.0, 0.0), True
-        outcome = await run()
-        self.cache.put(text, outcome.ranking)
-        self._inference[path].observe(outcome.infer_s)
-        return outcome, False
+        self.running += 1
+        try:
+            ranking = self.cached(path, text)
+            if ranking is not None:
+                return Outcome(ranking, 0.0, 0.0), True
+            outcome = await run()
+            self.cache.put(text, outcome.ranking)
+            self._inference[path].observe(outcome.infer_s)
+            return outcome, False
+        finally:
+            self.running -= 1
+            if self.on_leave is not None:
+                self.on_leave()
 
     def waited(self, path: str, wait_s: float) -> None:
         self._wait[path].observe(wait_s)
