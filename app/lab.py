@@ -179,10 +179,11 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         )
         paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
         knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
-        # Held from here on, not from the first line: start-up's own peak (model, warm-up) does not meet it.
-        held = HeldMemory(settings.box_state.stand_in_bytes if settings.box_state else 0)  # the seed's libraries
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
+        # Held from here on, once start-up's own peak (model, warm-up) and the heap it freed are gone: an
+        # incarnation starts in no more than its rest (docs/box.md, "The stand-in, apart").
+        held = HeldMemory(settings.box_state.stand_in_bytes if settings.box_state else 0)  # the seed's libraries
         if settings.box_state is None:  # inside the box, the supervisor prints the page's whole address
             log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
         yield Lab(

@@ -36,7 +36,7 @@ def test_the_values_that_fit_are_kept_and_each_misfit_is_one_line(
         "limited_max_wait_s": "30",
         "batch_window_s": True,
         "batch_max_wait_s": None,
-        "memory_cap_bytes": 800 * MIB,
+        "memory_cap_bytes": 1100 * MIB,
         "box_seconds_per_review": 2.5,
         "no_such_knob": 1,
         "naive_memory_guard": 1,
@@ -45,7 +45,7 @@ def test_the_values_that_fit_are_kept_and_each_misfit_is_one_line(
     file.write_text(text)
     with caplog.at_level(logging.WARNING):
         values = kept(file)
-    assert values == {"memory_cap_bytes": 800 * MIB, "box_seconds_per_review": 2.5, "naive_memory_guard": 1.0}
+    assert values == {"memory_cap_bytes": 1100 * MIB, "box_seconds_per_review": 2.5, "naive_memory_guard": 1.0}
     lines = warnings(caplog)
     assert len(lines) == 8, lines
     for fragment in (

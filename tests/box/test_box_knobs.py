@@ -156,60 +156,60 @@ def boxed_lab(tmp_path: Path) -> Any:
 
 
 async def test_turning_the_cap_rewrites_the_group_and_every_view_follows(boxed_lab: Any, tmp_path: Path) -> None:
-    folder = memory_folder(tmp_path, used_mib=550, cap_mib=1000)
-    state = BoxState(memory_cap_bytes=1000 * MIB, memory_mode="cgroup", memory_dir=str(folder))
+    folder = memory_folder(tmp_path, used_mib=950, cap_mib=1200)
+    state = BoxState(memory_cap_bytes=1200 * MIB, memory_mode="cgroup", memory_dir=str(folder))
     async with boxed_lab(state) as (client, token):
         auth = {"Authorization": f"Bearer {token}"}
-        turned = await client.put("/api/knobs/memory_cap_bytes", json={"value": 800 * MIB}, headers=auth)
+        turned = await client.put("/api/knobs/memory_cap_bytes", json={"value": 1100 * MIB}, headers=auth)
         assert turned.status_code == 200, turned.text
         stats = (await client.get("/api/stats")).json()
         model = (await client.get("/api/model")).json()
         metrics = (await client.get("/metrics")).text
-        below = await client.put("/api/knobs/memory_cap_bytes", json={"value": 620 * MIB}, headers=auth)
+        below = await client.put("/api/knobs/memory_cap_bytes", json={"value": 1020 * MIB}, headers=auth)
         above = await client.put("/api/knobs/memory_cap_bytes", json={"value": 2049 * MIB}, headers=auth)
         speed = await client.put("/api/knobs/box_seconds_per_review", json={"value": 2}, headers=auth)
-    assert (folder / "memory.limit_in_bytes").read_text() == str(800 * MIB)
+    assert (folder / "memory.limit_in_bytes").read_text() == str(1100 * MIB)
     assert stats["memory"] == {
-        "bytes": 550 * MIB,
+        "bytes": 950 * MIB,
         "source": "cgroup",
-        "cap_bytes": 800 * MIB,
-        "pct_of_cap": 68.8,
-        "lab_bytes": 550 * MIB,
+        "cap_bytes": 1100 * MIB,
+        "pct_of_cap": 86.4,
+        "lab_bytes": 950 * MIB,
         "stand_in_bytes": 0,
     }
     assert stats["knobs"]["last"]["setting"] == "memory_cap_bytes" and stats["knobs"]["version"] == 1
-    assert model["box"]["memory_cap_bytes"] == 800 * MIB
+    assert model["box"]["memory_cap_bytes"] == 1100 * MIB
     assert 'review_knob_changes_total{knob="memory_cap_bytes"} 1.0' in metrics
     value = next(line for line in metrics.splitlines() if line.startswith('review_knob_value{knob="memory_cap_bytes"}'))
-    assert float(value.split()[-1]) == 800 * MIB
-    for refused, why in ((below, "at least 650 MiB"), (above, "between 600 and 2048 MiB; got 2049")):
+    assert float(value.split()[-1]) == 1100 * MIB
+    for refused, why in ((below, "at least 1050 MiB"), (above, "between 1000 and 2048 MiB; got 2049")):
         assert refused.status_code == 422 and set(refused.json()) == {"error", "detail"}
         assert refused.json()["error"] == "invalid_knob" and why in refused.json()["detail"]
     # A fake scorer is not slowed: no speed loop to re-target, and the answer says so.
     assert speed.status_code == 422 and "host's own speed" in speed.json()["detail"]
-    assert (folder / "memory.limit_in_bytes").read_text() == str(800 * MIB)
-    assert json.loads((tmp_path / "knobs.json").read_text())["memory_cap_bytes"] == 800 * MIB
+    assert (folder / "memory.limit_in_bytes").read_text() == str(1100 * MIB)
+    assert json.loads((tmp_path / "knobs.json").read_text())["memory_cap_bytes"] == 1100 * MIB
 
 
 async def test_a_restarted_server_takes_the_kept_cap_and_keeps_what_it_cannot_turn(
     boxed_lab: Any, tmp_path: Path
 ) -> None:
-    folder = memory_folder(tmp_path, used_mib=300, cap_mib=1000)
-    (tmp_path / "knobs.json").write_text(json.dumps({"memory_cap_bytes": 700 * MIB, "box_seconds_per_review": 2.0}))
-    state = BoxState(memory_cap_bytes=1000 * MIB, memory_mode="cgroup", memory_dir=str(folder))
+    folder = memory_folder(tmp_path, used_mib=300, cap_mib=1200)
+    (tmp_path / "knobs.json").write_text(json.dumps({"memory_cap_bytes": 1100 * MIB, "box_seconds_per_review": 2.0}))
+    state = BoxState(memory_cap_bytes=1200 * MIB, memory_mode="cgroup", memory_dir=str(folder))
     async with boxed_lab(state) as (client, token):
         stats = (await client.get("/api/stats")).json()
         turned = await client.put(
             "/api/knobs/limited_seats", json={"value": 6}, headers={"Authorization": f"Bearer {token}"}
         )
         assert turned.status_code == 200
-    assert stats["memory"]["cap_bytes"] == 700 * MIB and (folder / "memory.limit_in_bytes").read_text() == str(
-        700 * MIB
+    assert stats["memory"]["cap_bytes"] == 1100 * MIB and (folder / "memory.limit_in_bytes").read_text() == str(
+        1100 * MIB
     )
     # This server has no speed loop, so it cannot turn the target; the kept target is not lost for a box that can.
     kept = json.loads((tmp_path / "knobs.json").read_text())
     assert (
-        kept["box_seconds_per_review"] == 2.0 and kept["memory_cap_bytes"] == 700 * MIB and kept["limited_seats"] == 6
+        kept["box_seconds_per_review"] == 2.0 and kept["memory_cap_bytes"] == 1100 * MIB and kept["limited_seats"] == 6
     )
 
 
@@ -232,17 +232,17 @@ def test_the_supervisor_starts_the_next_incarnation_with_the_kept_cap_and_target
     assert state.memory_cap_bytes == 1200 * MIB and supervisor.child_env(state)["LAB_BOX_SECONDS_PER_REVIEW"] == "1.0"
 
     # The instructor turned both during the incarnation; it died; the next one starts with them.
-    file.write_text(json.dumps({"memory_cap_bytes": 800 * MIB, "box_seconds_per_review": 2.5, "limited_seats": 8}))
+    file.write_text(json.dumps({"memory_cap_bytes": 1100 * MIB, "box_seconds_per_review": 2.5, "limited_seats": 8}))
     state = supervisor.with_kept(state)
     env = supervisor.child_env(state)
-    assert (folder / "memory.limit_in_bytes").read_text() == str(800 * MIB)
-    assert BoxState.model_validate_json(env["LAB_BOX_STATE"]).memory_cap_bytes == 800 * MIB
-    assert env["LAB_MEMORY_CAP_BYTES"] == str(800 * MIB) and env["LAB_BOX_SECONDS_PER_REVIEW"] == "2.5"
+    assert (folder / "memory.limit_in_bytes").read_text() == str(1100 * MIB)
+    assert BoxState.model_validate_json(env["LAB_BOX_STATE"]).memory_cap_bytes == 1100 * MIB
+    assert env["LAB_MEMORY_CAP_BYTES"] == str(1100 * MIB) and env["LAB_BOX_SECONDS_PER_REVIEW"] == "2.5"
     assert env["LAB_KNOBS_FILE"] == str(file)
 
     # A whole new box (`just serve` again) starts from them too; out-of-bounds entries are ignored, and a
     # kept value never turns on what the environment turned off.
-    assert with_kept_knobs(settings, KeptKnobs(file)).memory_cap_bytes == 800 * MIB
+    assert with_kept_knobs(settings, KeptKnobs(file)).memory_cap_bytes == 1100 * MIB
     file.write_text(json.dumps({"memory_cap_bytes": 100, "box_seconds_per_review": 9}))
     assert with_kept_knobs(settings, KeptKnobs(file)).model_dump(
         include={"memory_cap_bytes", "box_seconds_per_review"}
@@ -250,38 +250,38 @@ def test_the_supervisor_starts_the_next_incarnation_with_the_kept_cap_and_target
         "memory_cap_bytes": 1200 * MIB,
         "box_seconds_per_review": 1.0,
     }
-    file.write_text(json.dumps({"memory_cap_bytes": 800 * MIB, "box_seconds_per_review": 2.5}))
+    file.write_text(json.dumps({"memory_cap_bytes": 1100 * MIB, "box_seconds_per_review": 2.5}))
     off = with_kept_knobs(Settings(memory_cap_bytes=0, box_seconds_per_review=0), KeptKnobs(file))
     assert (off.memory_cap_bytes, off.box_seconds_per_review) == (0, 0)
 
 
 @pytest.fixture
-def rss_of_700_mib(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The watchdog sees a server of 700 MiB; the event is set when it would kill it (nothing is killed)."""
+def rss_of_1100_mib(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The watchdog sees a server of 1100 MiB; the event is set when it would kill it (nothing is killed)."""
     killed = threading.Event()
-    monkeypatch.setattr(box_memory, "tree_rss", lambda _pid: 700 * MIB)
+    monkeypatch.setattr(box_memory, "tree_rss", lambda _pid: 1100 * MIB)
     monkeypatch.setattr(box_memory, "kill_tree", lambda _pid: killed.set())
     yield killed
 
 
 async def test_the_watchdog_takes_a_new_cap_from_the_knobs_file(
-    tmp_path: Path, rss_of_700_mib: threading.Event, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, rss_of_1100_mib: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     file = tmp_path / "knobs.json"
     kept = KeptKnobs(file)
     seen = threading.Event()
 
     def cap_now() -> int:
-        seen.set()  # asked after a look at the 700 MiB server
+        seen.set()  # asked after a look at the 1100 MiB server
         return kept.memory_cap(1200 * MIB)
 
     watchdog = Watchdog(1200 * MIB, every_s=0.01, cap_now=cap_now)
     watchdog.watch(pid=-1)
     try:
-        assert await asyncio.to_thread(seen.wait, 10)  # it has looked at 700 MiB under its 1200 MiB cap
-        assert not rss_of_700_mib.is_set()
-        file.write_text(json.dumps({"memory_cap_bytes": 650 * MIB}))
-        assert await asyncio.to_thread(rss_of_700_mib.wait, 10)
+        assert await asyncio.to_thread(seen.wait, 10)  # it has looked at 1100 MiB under its 1200 MiB cap
+        assert not rss_of_1100_mib.is_set()
+        file.write_text(json.dumps({"memory_cap_bytes": 1050 * MIB}))
+        assert await asyncio.to_thread(rss_of_1100_mib.wait, 10)
     finally:
         watchdog.stop()
-    assert watchdog.fired and watchdog.cap_bytes == 650 * MIB
+    assert watchdog.fired and watchdog.cap_bytes == 1050 * MIB

@@ -47,10 +47,10 @@ def test_the_cap_of_a_real_box_is_its_cgroups_limit_and_the_next_incarnation_kee
         mode = httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"]
         if mode != "cgroup":
             pytest.skip(f"no writable memory cgroup on this host (the box enforces its cap by: {mode})")
-        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 900 * MIB}, headers=token(box))
+        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 1100 * MIB}, headers=token(box))
         assert turned.status_code == 200, turned.text
-        assert int(limit_file(box).read_text()) == 900 * MIB
-        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 900 * MIB
+        assert int(limit_file(box).read_text()) == 1100 * MIB
+        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 1100 * MIB
 
         server = int(Path(f"/proc/{box.process.pid}/task/{box.process.pid}/children").read_text().split()[0])
         os.kill(server, signal.SIGKILL)
@@ -65,9 +65,9 @@ def test_the_cap_of_a_real_box_is_its_cgroups_limit_and_the_next_incarnation_kee
         asyncio.run(eventually(back, limit_s=120))
         stats = httpx.get(f"{box.url}/api/stats").json()
         model = httpx.get(f"{box.url}/api/model").json()
-        assert stats["memory"]["cap_bytes"] == model["box"]["memory_cap_bytes"] == 900 * MIB
-        assert int(limit_file(box).read_text()) == 900 * MIB
-        assert stats["knobs"]["values"]["memory_cap_bytes"] == 900 * MIB
+        assert stats["memory"]["cap_bytes"] == model["box"]["memory_cap_bytes"] == 1100 * MIB
+        assert int(limit_file(box).read_text()) == 1100 * MIB
+        assert stats["knobs"]["values"]["memory_cap_bytes"] == 1100 * MIB
 
 
 NEW_TARGET_S = 2.0  # from slowed(0.5)
@@ -105,7 +105,7 @@ def test_the_supervisors_watchdog_kills_at_the_cap_the_instructor_set() -> None:
     """No cgroup: the new cap travels through the knobs file to the watchdog in the supervisor."""
     with boxed(LAB_BOX_CGROUPS="0", LAB_BOX_SECONDS_PER_REVIEW="0") as box:
         assert httpx.get(f"{box.url}/api/model").json()["box"]["memory_mode"] == "watchdog"
-        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 700 * MIB}, headers=token(box))
+        turned = httpx.put(f"{box.url}/api/knobs/memory_cap_bytes", json={"value": 1100 * MIB}, headers=token(box))
         assert turned.status_code == 200, turned.text
         burst(box.url, "naive", 12, LONG_REVIEW)  # ~2.6 GiB unboxed: over either cap
 
@@ -117,5 +117,5 @@ def test_the_supervisors_watchdog_kills_at_the_cap_the_instructor_set() -> None:
                     return False
 
         asyncio.run(eventually(back, limit_s=120))
-        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 700 * MIB  # the next one too
-    assert re.search(r"Watchdog: the box uses \d+ MiB, over its 700 MiB cap", box.log()), box.log()[-2000:]
+        assert httpx.get(f"{box.url}/api/stats").json()["memory"]["cap_bytes"] == 1100 * MIB  # the next one too
+    assert re.search(r"Watchdog: the box uses \d+ MiB, over its 1100 MiB cap", box.log()), box.log()[-2000:]
