@@ -103,13 +103,16 @@ def memory_mib(url: str) -> tuple[float, str]:
     return round(memory["bytes"] / 2**20, 1), memory["source"]
 
 
-def give_back(url: str, texts: list[str], runs: int, within_s: float = 10.0) -> None:
-    """① bursts that survive, one after another, and the box's memory every 0.5 s for `within_s` after each:
-    is the box the box it was before the first (the cgroup's charge within +8 % of that idle)?"""
+def give_back(
+    url: str, texts: list[str], runs: int, within_s: float = 10.0, paths: tuple[str, ...] = ("naive",)
+) -> None:
+    """Bursts that survive (① 8, or floods of ② and ⑤ nearly all refused), one after another, and the box's memory
+    every 0.5 s for `within_s` after each: is the box the box it was before the first (the cgroup's charge within
+    +8 % of that idle)?"""
     first_idle, _ = memory_mib(url)
-    for run in range(runs):
+    for run, path in ((run, path) for run in range(runs) for path in paths):
         idle, source = memory_mib(url)
-        result = asyncio.run(burst(url, "naive", texts))
+        result = asyncio.run(burst(url, path, texts))
         ended = time.monotonic()
         trace = []
         while (at := time.monotonic() - ended) <= within_s:
@@ -120,13 +123,15 @@ def give_back(url: str, texts: list[str], runs: int, within_s: float = 10.0) -> 
             json.dumps(
                 {
                     **result,
-                    "scenario": "give-back",
+                    "scenario": "give-back" if paths == ("naive",) else "flood",
+                    "refused": result["sent"] - result["served"] - result["lost_connections"],
                     "run": run + 1,
                     "source": source,
                     "idle_before_first_mib": first_idle,
                     "idle_mib": idle,
                     "after_mib": trace,
                     "last_vs_first_idle": round(trace[-1][1] / first_idle, 3),
+                    "last_vs_idle_before": round(trace[-1][1] / idle, 3),
                     "within_8pct_of_first_idle_after_s": back,
                 }
             ),
@@ -134,10 +139,54 @@ def give_back(url: str, texts: list[str], runs: int, within_s: float = 10.0) -> 
         )
 
 
+FLOODED = ("limited", "adaptive")
+
+
+def restart(url: str, supervisor: int, crowd: int = 50, during: int = 30) -> None:
+    """① `crowd` kill the box; `during` more ① sent once the next incarnation is starting (its process is there):
+    what they got, the deaths, and when /health and a ② answered 200 after they were sent."""
+    first = {child.pid for child in psutil.Process(supervisor).children()}
+    crowd_sent = time.monotonic()
+    killed = asyncio.run(burst(url, "naive", [SAMPLES[i % len(SAMPLES)] for i in range(crowd)]))
+    while not {child.pid for child in psutil.Process(supervisor).children()} - first:
+        time.sleep(0.01)
+    sent = time.monotonic()
+    during_result = asyncio.run(burst(url, "naive", [SAMPLES[i % len(SAMPLES)] for i in range(during)]))
+    health_back(url)
+    health_s = time.monotonic() - sent
+    while True:
+        try:
+            r = httpx.post(f"{url}/api/limited/predict", json={"text": f"돌아왔나요 {sent}"}, timeout=60)
+            if r.status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    limited_s = time.monotonic() - sent
+    box = httpx.get(f"{url}/api/stats", timeout=10).json()["box"]
+    print(
+        json.dumps(
+            {
+                "scenario": "restart",
+                "crowd": {k: killed[k] for k in ("sent", "served", "lost_connections")},
+                "during": {k: during_result[k] for k in ("sent", "served", "lost_connections")},
+                "health_200_after_during_s": round(health_s, 1),
+                "health_200_after_crowd_s": round(health_s + sent - crowd_sent, 1),
+                "limited_200_after_during_s": round(limited_s, 1),
+                "limited_200_after_crowd_s": round(limited_s + sent - crowd_sent, 1),
+                "deaths": box["deaths"],
+                "incarnation": box["incarnation"],
+            }
+        ),
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default="serial,memory", help="serial, paths, memory, give-back")
+    parser.add_argument("--only", default="serial,memory", help="serial, paths, memory, give-back, flood, restart")
+    parser.add_argument("--flood", type=int, default=1000, help="requests in each flood of ② and of ⑤ (flood)")
     args = parser.parse_args()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     print(json.dumps({"date": started, "host": cpu_model(), "load_before": load_average()}), flush=True)
@@ -159,6 +208,10 @@ def main() -> None:
                 print(json.dumps(asyncio.run(burst(url, path, texts))), flush=True)
         if "give-back" in args.only:  # ① 8, the first eight samples (as `just burst $B 8` sends them)
             give_back(url, [SAMPLES[i] for i in range(8)], args.runs)
+        if "flood" in args.only:  # 1,000 ② at once, then 1,000 ⑤, `runs` times: nearly all refused at once
+            give_back(url, [SAMPLES[i % len(SAMPLES)] for i in range(args.flood)], args.runs, paths=FLOODED)
+        if "restart" in args.only:
+            restart(url, box.pid)
         if "paths" in args.only:  # on a fresh box: ①'s arena, once grown, stays in the RSS of the paths after it
             for kind, batch in (("sample", texts), ("300-char", long_texts(12))):
                 for path in QUEUEING:
