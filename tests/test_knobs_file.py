@@ -71,7 +71,7 @@ def test_a_fraction_on_its_knobs_step_is_kept_and_one_between_steps_is_dropped_n
         "adaptive_target_reviews": 1.5,
         "adaptive_interval_reviews": 10,
         "box_seconds_per_review": 0.7,
-        "memory_cap_bytes": 700.5 * MIB,
+        "memory_cap_bytes": 1100.5 * MIB,
         "batch_window_s": 0.0255,
     }
     file.write_text(json.dumps(entries))
@@ -84,7 +84,7 @@ def test_a_fraction_on_its_knobs_step_is_kept_and_one_between_steps_is_dropped_n
     assert len(lines) == 4, lines  # the cap and the window, by each reader
     for why in (
         "batch_window_s moves in steps of 0.001 (s) from 0, not 0.0255",
-        "memory_cap_bytes moves in steps of 1 (MiB) from 600: a whole number, not 700.5",
+        "memory_cap_bytes moves in steps of 1 (MiB) from 1000: a whole number, not 1100.5",
     ):
         assert sum(why in line for line in lines) == 2, (why, lines)
 
