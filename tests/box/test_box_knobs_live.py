@@ -22,6 +22,12 @@ MIB = 2**20
 
 
 def token(server: LiveServer) -> dict[str, str]:
+    """The token the box printed: its supervisor prints it once /health answers, a moment after the box does."""
+
+    async def printed() -> bool:
+        return re.search(r"/instructor\?token=(\S+)", server.log()) is not None
+
+    asyncio.run(eventually(printed, limit_s=30))
     found = re.search(r"/instructor\?token=(\S+)", server.log())
     assert found, "the server prints the instructor page's address at start-up"
     return {"Authorization": f"Bearer {found.group(1)}"}
