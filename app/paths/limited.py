@@ -9,10 +9,11 @@ from typing import ClassVar
 from app.contract.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.engine.lane import DeadlinePassed, InferenceLane
 from app.paths.door import Door
-from app.paths.holds import HoldCheck, SeatHolds
+from app.paths.holds import Hold, HoldCheck, SeatHolds
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
-from app.paths.seat_plan import Returner, SeatPlan
+from app.paths.seat_plan import Returner
+from app.paths.seat_policy import Seats, admits_walk_in, refusal, wait_s
 
 SPEC = spec("limited")
 
@@ -42,14 +43,10 @@ class Visit:
 class SeatGate:
     """Admits at most 1 + `seats` requests; the rest are refused at once with a hint.
 
-    Without holds, a walk-in sits down whenever a seat is free, and `Retry-After` is the measured time until
-    the last seat-holder ahead starts its inference. With holds (app/paths/holds.py), the gate keeps a
-    forecast of its seats (app/paths/seat_plan.py): a walk-in sits down when a seat is free and taking it
-    makes no returner sit down after its due time (for the crowd that found ② empty: not more than a
-    second, or a review, after it), and whenever ② is empty (the lane never idles for a promise). A refusal
-    gets a token for the first seat that someone admitted will free and no promise needs, or, when every
-    such seat is promised, only a Retry-After. A returner with a live token waits at the door (at most
-    until its hold expires), earliest due first, ahead of walk-ins.
+    The mechanism only: it counts who is seated and in flight, keeps the holds (app/paths/holds.py) and the
+    door where a returner with a live token waits for its seat (app/paths/door.py), and asks the seat policy
+    (app/paths/seat_policy.py) who sits down, when a refused client should come back and whether its seat is
+    held then, handing it what it sees now (`seats()`).
     """
 
     spec = SPEC
@@ -96,7 +93,7 @@ class SeatGate:
         return [self._lane.room.one(chars) for chars in self._seated_chars]
 
     def retry_after_s(self) -> float:
-        return self._lane.room.after_reviews(self.waiting)
+        return wait_s(self.seats())
 
     def load(self) -> Load:
         seats = {"seats_taken": self._admitted, "capacity": self.capacity, "held": self.holds.live}
@@ -113,14 +110,26 @@ class SeatGate:
     def visit(self, token: str | None) -> Visit:
         return Visit(self, token)
 
-    def plan(self, *, with_told: bool = False) -> SeatPlan:
-        """The forecast now: the admitted draining in order, each hold not yet due arriving at its due time
-        (and, `with_told`, each refusal told a time without a hold, as if it comes then)."""
-        room, now = self._lane.room, self.holds.now()  # the holds' clock: due times and "now" are one time
-        ahead = self.holds.ahead() + (self.holds.told() if with_told else [])
-        returners = [Returner(hold.due - now, room.one(hold.chars)) for hold in ahead]
-        seated = [room.one(chars) for chars in self._seated_chars]
-        return SeatPlan.of(self.capacity, room.after_reviews(0), self._in_flight, seated, returners)
+    def seats(self) -> Seats:
+        """② now, as the policy sees it: every time in seconds from now, on the holds' clock (due times are on it)."""
+        room, now = self._lane.room, self.holds.now()
+
+        def returners(holds: list[Hold]) -> tuple[Returner, ...]:
+            return tuple(Returner(hold.due - now, room.one(hold.chars)) for hold in holds)
+
+        return Seats(
+            capacity=self.capacity,
+            lane_ahead_s=room.after_reviews(0),
+            in_flight=self._in_flight,
+            seated_s=tuple(self.held_s()),
+            held=returners(self.holds.ahead()),
+            told=returners(self.holds.told()),
+            at_door=len(self._door),
+            busy_for_s=math.inf if self._busy_since is None else now - self._busy_since,
+            per_review_s=room.per_review_s,
+            holds_on=self.holds.enabled,
+            horizon_reviews=self.holds.horizon_reviews,
+        )
 
     async def run(self, text: str, visit: Visit | None = None) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""
@@ -169,7 +178,7 @@ class SeatGate:
                     visit.result = "seated"
                     return True
                 visit.result = HoldCheck.EXPIRED.value
-        return self._walk_in_fits(chars)
+        return admits_walk_in(self.seats(), self._lane.room.one(chars))
 
     async def _returner_seated(self, hold_id: str) -> bool:
         """Wait at the door, earliest due first, while the hold lives; claim the seat when it is this one's."""
@@ -189,24 +198,8 @@ class SeatGate:
         holds.give_up(hold_id)  # came, but its grace window ended at the door: counted `expired`
         return False
 
-    def _walk_in_fits(self, chars: int) -> bool:
-        """A free seat that no returner at the door or due later needs; always when ② is empty."""
-        if self._door:
-            return False
-        if self._admitted == 0:
-            return True  # work-conserving: an idle lane beats the forecast (a returner then waits at most a review)
-        if self._admitted >= self.capacity:
-            return False
-        return self.plan().admits_walk_in(self._lane.room.one(chars), crowd=self._crowd_at_an_idle_box())
-
-    def _crowd_at_an_idle_box(self) -> bool:
-        """② went from empty to busy less than a review ago: this walk-in came with the crowd that found it empty
-        (a class firing together), which fills ② as the first crowd did (a returner due soon may be late)."""
-        since = self._busy_since
-        return since is not None and self.holds.now() - since <= self._lane.room.per_review_s
-
     def _refuse(self, visit: Visit | None, waited_s: float, chars: int) -> BoxFull:
-        """429 with when to come back; with holds on, a token for a seat the forecast sees free then.
+        """429 with when to come back and, when the policy holds the seat then, a token for it.
 
         `waited_s` is 0 for a walk-in; a returner may have waited at the door for its held seat.
         """
@@ -218,27 +211,20 @@ class SeatGate:
             else f"The box is full: its {free} free seat(s) are promised to returners due sooner. Try again later."
         )
         headers = {"Seat-Hold-Result": visit.result} if visit is not None and visit.result else {}
-        if not self.holds.enabled:
-            return BoxFull(message, self.retry_after_s(), headers=headers, reason="seats_full", waited_s=waited_s)
-        plan, cost = self.plan(), self._lane.room.one(chars)
-        come_back = plan.first_hold(max_reviews=self.holds.horizon_reviews)
-        token = None if come_back is None else self.holds.issue(come_back, chars)
-        if token is None:  # every seat the admitted free is promised (or past the horizon): only when one is free
-            hint = come_back or self._told_when(cost, chars) or plan.first_free(cost) or math.ceil(self.retry_after_s())
-            return BoxFull(message, hint, headers=headers, reason="seats_full", waited_s=waited_s)
+        told = refusal(self.seats(), self._lane.room.one(chars))
+        token = self.holds.issue(math.ceil(told.retry_after_s), chars) if told.hold else None
+        if token is None:
+            if self.holds.enabled:  # remembered until due: the next refusal is told a place behind it
+                self.holds.tell(math.ceil(told.retry_after_s), chars)
+            return BoxFull(message, told.retry_after_s, headers=headers, reason="seats_full", waited_s=waited_s)
         message += (
             f" A seat is held for you: send the Seat-Hold header within {self.holds.grace_s:g} s after Retry-After."
         )
         extra: dict[str, object] = {"hold_token": token, "hold_grace_s": self.holds.grace_s}
         headers["Seat-Hold"] = token
-        return BoxFull(message, come_back, headers=headers, extra=extra, reason="seats_full", waited_s=waited_s)
-
-    def _told_when(self, cost_s: float, chars: int) -> int | None:
-        """A Retry-After without a hold, one seat past those told before (within the horizon)."""
-        told = self.plan(with_told=True).first_free(cost_s, max_reviews=self.holds.horizon_reviews)
-        if told is not None:
-            self.holds.tell(told, chars)
-        return told
+        return BoxFull(
+            message, told.retry_after_s, headers=headers, extra=extra, reason="seats_full", waited_s=waited_s
+        )
 
     def _waited_too_long(self, arrived: float) -> WaitedTooLong:
         self._refused["waited_too_long"] += 1

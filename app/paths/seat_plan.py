@@ -1,15 +1,14 @@
 """Path 2's seat forecast: who leaves a seat when, and whether a held seat will really be free at its due time.
 
 A small deterministic model of ②'s box, in seconds from now: the admitted requests drain one after another
-(the one on the lane, then the seated in order), and each returner whose hold is not yet due arrives at its
-due time, sits down, and leaves when its own review is done. The gate asks it three questions:
+(the one on the lane, then the seated in order), and each returner not yet due arrives at its due time, sits
+down, and leaves when its own review is done. The policy (app/paths/seat_policy.py) asks it:
 
-- may a walk-in sit down now? Yes if no returner then sits down after its due time; for one of a crowd
-  that found ② empty, not more than `late_s` after it (a second, Retry-After's unit, or a review if
-  longer: no seat frees before the review on the lane ends);
+- does seating a walk-in now make a returner sit down after its due time (with `slack`: more than `late_s`
+  after it)? and does the lane drain before the next returner is due?
 - when is a seat free for a hold? Only a seat someone admitted now will free: never one that a returner,
   who may not come, would free after its own review (holds do not stack on holds);
-- when is a seat free at all, if every returner comes? The Retry-After of a refusal that gets no hold.
+- when is a seat free at all, if every returner comes? A refused client's place in line.
 """
 
 import bisect
@@ -21,8 +20,8 @@ EPS = 1e-6  # a seat freed at the very instant a returner is due is free for it
 
 
 def late_s(returner: "Returner") -> float:
-    """How late a crowd at an empty ② may make a returner sit down: a second, Retry-After's unit (holds due in
-    the same second arrive together), or its own review when reviews are longer (nobody sits before one leaves)."""
+    """How late a walk-in that fills idle lane time may make a returner sit down: a second, Retry-After's unit
+    (holds due in the same second arrive together), or its own review when longer (nobody sits before one leaves)."""
     return max(1.0, returner.cost_s)
 
 
@@ -36,7 +35,7 @@ class Returner:
 
 @dataclass(frozen=True, slots=True)
 class SeatPlan:
-    """`SeatPlan.of(...)`; then `admits_walk_in(cost)`, `first_hold(max_reviews)` and `first_free(cost)`."""
+    """`SeatPlan.of(...)`; then `admits_walk_in(cost, slack=...)`, `first_hold(max_reviews)` and `first_free(cost)`."""
 
     capacity: int
     leaves_s: tuple[float, ...]  # when each admitted request leaves its seat, in the order the lane takes them
@@ -64,14 +63,18 @@ class SeatPlan:
         """Every returner finds a free seat at its due time."""
         return all(sit <= r.due_s + EPS for sit, r in zip(self._sits(self.returners), self.returners, strict=True))
 
-    def admits_walk_in(self, cost_s: float, *, crowd: bool = False) -> bool:
-        """Seating one more now makes no returner sit down later than its due time (`crowd`: more than
+    def admits_walk_in(self, cost_s: float, *, slack: bool = False) -> bool:
+        """Seating one more now makes no returner sit down later than its due time (`slack`: more than
         `late_s` after it), or, if the lane already runs behind the forecast that promised it, later than
         it would anyway."""
         before = self._sits(self.returners)
         after = self.with_walk_in(cost_s)._sits(self.returners)
-        late = late_s if crowd else (lambda _: 0.0)
+        late = late_s if slack else (lambda _: 0.0)
         return all(a <= max(r.due_s + late(r), b) + EPS for a, b, r in zip(after, before, self.returners, strict=True))
+
+    def idles_before_next_returner(self) -> bool:
+        """The lane is done with everyone admitted before the next returner is due: it would stand idle between."""
+        return all(self.tail_s + EPS < r.due_s for r in self.returners)
 
     def first_hold(self, max_reviews: float = math.inf) -> int | None:
         """The first whole second from now at which a seat that someone admitted now will have left is free
@@ -93,21 +96,17 @@ class SeatPlan:
                 return second
         return None
 
-    def first_free(self, cost_s: float, max_reviews: float = math.inf) -> int | None:
+    def first_free(self, cost_s: float) -> int:
         """The first whole second from now at which a newcomer finds a seat that no promise needs (and no
-        returner sits down later for it), if every returner comes and leaves after its review: the honest
-        Retry-After for a refusal that gets no hold. None if more than `max_reviews` reviews end first."""
-        if self.capacity < 1:
-            return None
+        returner sits down later for it), if every returner comes and leaves after its review: a refused
+        client's place in line, however far."""
         before, ends = self._forecast(self.returners)
         dues = [r.due_s for r in self.returners]
         second = 1
         while True:  # ends: once everyone has left, a seat is free and every promise came before it
-            if sum(1 for end in (*self.leaves_s, *ends) if end <= second + EPS) > max_reviews:
-                return None
             at = bisect.bisect_right(dues, second + EPS)  # the returners due by then go first
             busy = sum(1 for end in (*self.leaves_s, *ends[:at]) if end > second + EPS)
-            if busy < self.capacity:  # a seat is free then: does taking it make a later returner sit later?
+            if busy < max(self.capacity, 1):  # a seat is free then: does taking it make a later returner sit later?
                 sits = self._sits((*self.returners[:at], Returner(float(second), cost_s), *self.returners[at:]))
                 later = zip(sits[at + 1 :], before[at:], self.returners[at:], strict=True)
                 if all(sit <= max(r.due_s, was) + EPS for sit, was, r in later):

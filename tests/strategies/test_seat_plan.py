@@ -49,11 +49,11 @@ def test_a_walk_in_may_sit_unless_it_takes_a_seat_a_returner_is_due_in() -> None
 
 def test_the_crowd_that_found_the_box_empty_may_make_a_returner_at_most_a_second_or_a_review_late() -> None:
     soon = SeatPlan.of(2, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(0.1, 1.0)])
-    assert soon.admits_walk_in(1.0, crowd=True)  # 0.9 s late: within the second after its due time
+    assert soon.admits_walk_in(1.0, slack=True)  # 0.9 s late: within the second after its due time
     far = SeatPlan.of(2, ahead_s=2.5, in_flight=1, seated_s=[], returners=[Returner(0.1, 1.0)])
-    assert not far.admits_walk_in(1.0, crowd=True)  # 2.4 s late: more than a second and more than its review
+    assert not far.admits_walk_in(1.0, slack=True)  # 2.4 s late: more than a second and more than its review
     slow = SeatPlan.of(2, ahead_s=2.0, in_flight=1, seated_s=[], returners=[Returner(0.5, 2.0)])
-    assert slow.admits_walk_in(2.0, crowd=True)  # 1.5 s late on a box of 2 s reviews: no seat frees sooner
+    assert slow.admits_walk_in(2.0, slack=True)  # 1.5 s late on a box of 2 s reviews: no seat frees sooner
 
 
 def test_a_walk_in_may_take_a_seat_that_frees_before_any_promise_needs_it() -> None:
@@ -63,8 +63,8 @@ def test_a_walk_in_may_take_a_seat_that_frees_before_any_promise_needs_it() -> N
     plan = SeatPlan.of(3, ahead_s=1.0, in_flight=1, seated_s=[], returners=[Returner(1.5, 1.0), Returner(1.5, 1.0)])
     assert plan.admits_walk_in(1.0) and plan.with_walk_in(1.0).keeps_promises()
     assert not plan.with_walk_in(1.0).admits_walk_in(1.0)
-    assert plan.with_walk_in(1.0).admits_walk_in(1.0, crowd=True)
-    assert not plan.with_walk_in(1.0).with_walk_in(1.0).admits_walk_in(1.0, crowd=True)
+    assert plan.with_walk_in(1.0).admits_walk_in(1.0, slack=True)
+    assert not plan.with_walk_in(1.0).with_walk_in(1.0).admits_walk_in(1.0, slack=True)
 
 
 def test_the_class_firing_again_as_its_first_round_ends_fills_every_seat() -> None:
@@ -75,7 +75,7 @@ def test_the_class_firing_again_as_its_first_round_ends_fills_every_seat() -> No
     for _ in range(3):
         assert plan.admits_walk_in(1.0)
         plan = plan.with_walk_in(1.0)
-    assert not plan.admits_walk_in(1.0) and plan.admits_walk_in(1.0, crowd=True)
+    assert not plan.admits_walk_in(1.0) and plan.admits_walk_in(1.0, slack=True)
 
 
 def test_holds_due_in_the_same_second_leave_room_for_a_class_on_a_fast_box() -> None:
@@ -83,7 +83,7 @@ def test_holds_due_in_the_same_second_leave_room_for_a_class_on_a_fast_box() -> 
     # (now + 0.05 s). The class's five walk-ins still fit: the last returner sits down 0.75 s late.
     plan = SeatPlan.of(5, ahead_s=0.2, in_flight=1, seated_s=[], returners=[Returner(0.05, 0.2)] * 4)
     for _ in range(4):
-        assert plan.admits_walk_in(0.2, crowd=True)
+        assert plan.admits_walk_in(0.2, slack=True)
         plan = plan.with_walk_in(0.2)
 
 
