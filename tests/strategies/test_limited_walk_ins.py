@@ -212,3 +212,38 @@ async def test_no_hold_is_promised_past_the_horizon(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_class_of_three_pages_is_told_one_place_each_past_the_horizon(
+    steady_lane: InferenceLane, scorer: GatedScorer, clock: Clock
+) -> None:
+    gate = gate_of(steady_lane, clock, seats=4)
+    seated, refusals = await burst(gate, 36, "세 페이지")
+    assert (len(seated), len(refusals)) == (5, 31)
+    # Before: past the 15-review horizon every refusal heard 6 s, and 16 came back together to five seats.
+    assert sorted(r.retry_after_s or 0 for r in refusals) == list(range(1, 32))
+    assert sum("Seat-Hold" in r.headers for r in refusals) == 5
+    await drain(scorer, seated)
+
+
+async def test_a_walk_in_takes_the_lane_time_before_returners_due_together(
+    steady_lane: InferenceLane, scorer: GatedScorer, clock: Clock
+) -> None:
+    gate = gate_of(steady_lane, clock, seats=1)
+    seated, _ = await burst(gate, 1, "먼저 온 손님")  # on the lane for 1 s more
+    clock.now += 10  # ② has been busy a while: no crowd that found it empty
+    assert gate.holds.issue(2) and gate.holds.issue(2)  # two returners due together...
+    clock.now += 0.5  # ...1.5 s from now: the lane drains at 1 s and would stand idle until they come
+    walk_in = asyncio.create_task(gate.run("빈 시간 손님"))  # the second returner then sits down 0.5 s late
+    await eventually(lambda: _true(gate.admitted == 2))  # before: refused, a returner would be late
+    scorer.release(2)
+    await asyncio.gather(*seated, walk_in)
+
+    clock.now += 10  # those two never came
+    busy, _ = await burst(gate, 1, "다음 손님")  # on the lane for 1 s
+    clock.now += 2  # busy a while again
+    assert gate.holds.issue(1) and gate.holds.issue(1)
+    clock.now += 0.5  # due before the lane drains: the walk-in would take no idle time, only a returner's seat
+    assert "Seat-Hold-Result" not in (await refused(gate, "늦게 온 손님")).headers
+    scorer.open()
+    await asyncio.gather(*busy)
