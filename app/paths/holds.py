@@ -1,7 +1,7 @@
 """Path 2's held seats: a 429 can promise the refused client a seat when it comes back on time.
 
-A hold is a promise about one seat at one time: the gate issues it only for a seat its forecast
-(app/paths/seat_plan.py) sees free at the hold's due time, and keeps walk-ins from that seat
+A hold is a promise about one seat at one time: the gate issues it only when the seat policy
+(app/paths/seat_policy.py) holds that seat for the refused client, and walk-ins are kept from it
 until then. Past its due time the seat is everyone's again; a returner who still comes within the
 grace window goes first for the next seat that frees. Tokens are `id.mac` (HMAC-SHA256 with a secret
 made per process, so a token cannot be forged and dies with the box); each is good for one seat,
@@ -101,8 +101,8 @@ class SeatHolds:
         return f"{hold_id}.{self._mac(hold_id)}"
 
     def tell(self, come_back_s: int, chars: int = 0) -> None:
-        """Remember a Retry-After given without a hold until it is due: the next refusal's is spread one seat
-        past it (a class is not all told the same second), though no walk-in waits for it."""
+        """Remember a Retry-After given without a hold until it is due: every later refusal is told a place
+        behind it, held or not (a class is not all told the same second), though no walk-in waits for it."""
         due = self._clock() + come_back_s
         self._told = [*self.told(), Hold(due, due, chars)]
 
