@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from typing import Any
 
 import httpx
@@ -97,9 +97,11 @@ class Walk:
     def __post_init__(self) -> None:
         self._jitter = random.Random(self.plan.seed)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Every try in the order sent, for the record."""
-        return [asdict(t) for t in sorted(self.tries, key=lambda t: t.sent_s)]
+    def rows(self) -> dict[str, Any]:
+        """Every try in the order sent, for the record: one row of `columns` each."""
+        tries = sorted(self.tries, key=lambda t: t.sent_s)
+        rows = [[round(v, 3) if isinstance(v, float) else v for v in astuple(t)] for t in tries]
+        return {"columns": [f.name for f in fields(Try)], "rows": rows}
 
     async def row(self, who: str, row: int, text: str, returns: int) -> None:
         """One row as runner.js fires it: refused with a Retry-After, it comes back with its token, `returns` times."""

@@ -100,7 +100,6 @@ async def run_class_walk(scenario: Scenario, scorer: SleepingScorer, samples: li
         "started": started,
         "walk": walk_summary(walk, lane, holds),
         "tries": walk.rows(),
-        "lane_busy": [(round(a, 3), round(b, 3)) for a, b in sorted(lane.busy)],
     }
 
 
