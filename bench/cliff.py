@@ -158,6 +158,8 @@ def try_lab(n: int, attempt: int, stand_in: bool, prime: bool) -> dict[str, Any]
         peak = MemoryFiles.at(memory_dir).peak_bytes() if memory_dir is not None else 0
         after = _after_death(server.url)
         died = after["box"]["deaths"] > deaths
+        if died:  # the next incarnation's group starts its peak afresh: the dead one's is the box's own record
+            peak = (after["box"]["last_death"] or {}).get("peak_bytes") or peak
         return {"ready": ready, "rest": rest, "peak": peak, "statuses": statuses, "died": died}
 
 

@@ -61,7 +61,8 @@ class ServerProcess:
         else:
             command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
             command += ["--no-access-log", "--log-level", "warning"]
-        self._process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=self._env)
+        # The server's lines go to stderr: a benchmark's stdout is its data (JSON lines), and the box prints there.
+        self._process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=self._env, stdout=sys.stderr)
         wait_healthy(self.url, self._process, limit_s=300 if self.box else 120)
         return self
 

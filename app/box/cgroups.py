@@ -76,6 +76,17 @@ class BoxCgroup:
             return MemoryFiles(self.dirs["memory"], self.version).oom_kills()
         return 0
 
+    def memory_peak(self) -> int:
+        """The memory group's highest usage since its last reset (0 without a readable memory group)."""
+        if "memory" not in self.dirs:
+            return 0
+        with contextlib.suppress(OSError, ValueError):
+            return MemoryFiles(self.dirs["memory"], self.version).peak_bytes()
+        return 0
+
+    def reset_memory_peak(self) -> bool:
+        return "memory" in self.dirs and MemoryFiles(self.dirs["memory"], self.version).reset_peak()
+
     def remove(self) -> None:
         """Kill whatever is left inside (nothing of the box may outlive it), then remove the folders."""
         for pid in self.pids():

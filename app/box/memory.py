@@ -60,6 +60,7 @@ class Watchdog:
         self.cap_now = cap_now
         self.every_s = every_s
         self.fired = False
+        self.killed_at_bytes = 0  # the tree's RSS when it fired: the incarnation's peak, as far as it looked
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -81,6 +82,7 @@ class Watchdog:
                 self.cap_bytes = self.cap_now()
             if rss > self.cap_bytes:
                 self.fired = True
+                self.killed_at_bytes = rss
                 log.error(
                     "Watchdog: the box uses %.0f MiB, over its %.0f MiB cap: SIGKILL.",
                     rss / 2**20,
@@ -110,10 +112,12 @@ class MemoryEnforcer:
         self.group = group if mode == "cgroup" else None
         self.watchdog = Watchdog(cap_bytes, cap_now=cap_now) if mode == "watchdog" else None
         self._oom_before = 0
+        self._peak_is_this_incarnations = False
 
     def start(self, pid: int) -> None:
         if self.group is not None:
             self._oom_before = self.group.oom_kills()
+            self._peak_is_this_incarnations = self.group.reset_memory_peak()
         if self.watchdog is not None:
             self.watchdog.watch(pid)
 
@@ -124,6 +128,16 @@ class MemoryEnforcer:
             fired = self.watchdog.fired
         ooms = self.group.oom_kills() - self._oom_before if self.group is not None else 0
         return death_cause(returncode, ooms, fired)
+
+    def peak_bytes(self) -> int | None:
+        """After a death, the dead incarnation's highest memory: the group's peak (reset as it started) or what the
+        watchdog killed it at; None where neither is known. A burst that killed the box ends before the page's
+        panel samples its peak: this is what the page's record quotes instead."""
+        if self.group is not None and self._peak_is_this_incarnations:
+            return self.group.memory_peak() or None
+        if self.watchdog is not None and self.watchdog.fired:
+            return self.watchdog.killed_at_bytes
+        return None
 
     def stop(self) -> None:
         if self.watchdog is not None:

@@ -54,7 +54,7 @@ def next_backoff(previous_s: float, lived_s: float) -> float:
     return min(MAX_BACKOFF_S, max(1.0, 2 * previous_s))
 
 
-def after_death(state: BoxState, cause: str, detail: str, at: float) -> BoxState:
+def after_death(state: BoxState, cause: str, detail: str, at: float, peak_bytes: int | None = None) -> BoxState:
     return state.model_copy(
         update={
             "incarnation": state.incarnation + 1,
@@ -63,6 +63,7 @@ def after_death(state: BoxState, cause: str, detail: str, at: float) -> BoxState
             "last_death_cause": cause,
             "last_death_detail": detail,
             "last_death_at": at,
+            "last_death_peak_bytes": peak_bytes,
         }
     )
 
@@ -178,7 +179,7 @@ class Supervisor:
                 memory.stop()
                 return returncode
             cause, detail = memory.cause(returncode)
-            state = after_death(state, cause, detail, time.time())
+            state = after_death(state, cause, detail, time.time(), memory.peak_bytes())
             backoff = next_backoff(backoff, time.monotonic() - started)
             log.error(
                 "The box died (%s: %s). Restarting as incarnation %d%s.",

@@ -60,6 +60,17 @@ class MemoryFiles:
         peak = self._file("memory.max_usage_in_bytes", "memory.peak")
         return int(peak.read_text()) if peak.exists() else 0
 
+    def reset_peak(self) -> bool:
+        """Start the peak afresh (v1: write 0; v2: any write, kernel 6.12 on); False where the kernel cannot."""
+        peak = self._file("memory.max_usage_in_bytes", "memory.peak")
+        try:
+            if peak.exists():  # a kernel file: never create one
+                peak.write_text("0")
+                return True
+        except OSError:
+            pass
+        return False
+
     def oom_kills(self) -> int:
         """Processes the kernel killed in this group for want of memory."""
         return self._keyed("memory.oom_control" if self.version == 1 else "memory.events", "oom_kill")

@@ -63,7 +63,12 @@ def stats(state: BoxState | None, speed: dict[str, Any] | None = None) -> dict[s
         "memory_deaths": s.memory_deaths,
         "last_death": None
         if s.last_death_cause is None
-        else {"cause": s.last_death_cause, "detail": s.last_death_detail, "at": s.last_death_at},
+        else {
+            "cause": s.last_death_cause,
+            "detail": s.last_death_detail,
+            "at": s.last_death_at,
+            "peak_bytes": s.last_death_peak_bytes,
+        },
     }
 
 

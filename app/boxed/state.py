@@ -16,6 +16,8 @@ class BoxState(BaseModel):
     last_death_detail: str | None = None
     # Unix time of the last death (wall clock, so a person can read it).
     last_death_at: float | None = None
+    # The dead incarnation's highest memory (its group's peak, or what the watchdog killed it at); None: not known.
+    last_death_peak_bytes: int | None = None
     # Cores the server may run on; empty means no limit.
     cpus: list[int] = []
     # How the cores are enforced: cgroup | affinity | not enforced (why).

@@ -86,7 +86,12 @@ async function fireBurst(path, n, mode, retry) {
   state.running = true;
   burst.t0 = performance.now();
   render();
-  const recorder = record();
+  // A death's peak arrives with the next incarnation, after the burst has ended: redraw and keep it then.
+  const recorder = record(() => {
+    saved.save(burst);
+    render();
+    showCompare();
+  });
   const ticker = setInterval(() => tickElapsed(state.view), 100);
   try {
     await runBurst(burst, tag, { changed: scheduleRender, boxDeaths });

@@ -7,7 +7,7 @@ import { followKnobs } from "./knobs.js";
 import { boxDeaths, lost, noteStats } from "./death.js";
 import { PATHS } from "./paths.js";
 import { sixConnections } from "./protocol.js";
-import { Recording, describeRecording, mib } from "./recording.js";
+import { Recording, describeRecording, mib, tookDeathPeak } from "./recording.js";
 
 const POLL_EVERY_MS = 1000;
 // A socket that closed or was refused is asked for again after a growing, jittered wait (5 s, 10 s, … 60 s, each
@@ -30,6 +30,8 @@ let pollTimer = null;
 let reconnectMs = RECONNECT_FIRST_MS;
 let pollEveryMs = POLL_EVERY_MS;
 const recordings = new Set();
+// The last finished burst the box died in, until the next incarnation says how high the dead one's memory went.
+let awaitingDeathPeak = null;
 
 const jittered = (ms) => ms * (0.5 + Math.random());
 
@@ -124,6 +126,7 @@ function received(stats, via) {
   for (const recording of recordings) recording.observe(stats, now, channel);
   last = stats;
   lastAt = now;
+  settleDeathPeak(stats);
   noteStats(stats);
   renderStats(stats);
   followKnobs(stats.knobs);
@@ -223,20 +226,41 @@ function renderRecording(snapshot) {
   line.dataset.record = JSON.stringify(snapshot);
 }
 
-/** Call when a burst starts; call stop() on the result when it ends, to get what the panel saw. */
-export function record() {
+function renderLast(snapshot) {
+  renderRecording(snapshot);
+  document.getElementById("box-burst").textContent = `마지막 발사: ${describeRecording(snapshot)}`;
+}
+
+/**
+ * Call when a burst starts; call stop() on the result when it ends, to get what the panel saw. A burst the box
+ * died in ends before the panel can sample its peak: once the next incarnation reports the dead one's peak
+ * (`box.last_death.peak_bytes`), the record takes it and `changed()` is called.
+ */
+export function record(changed = () => {}) {
   const recording = new Recording(last, lastAt, boxDeaths());
+  const startedAt = Date.now();
   recordings.add(recording);
   renderRecording(recording.snapshot(channel, boxDeaths()));
   return {
     stop() {
       recordings.delete(recording);
       const snapshot = recording.snapshot(channel, boxDeaths());
-      renderRecording(snapshot);
-      document.getElementById("box-burst").textContent = `마지막 발사: ${describeRecording(snapshot)}`;
+      renderLast(snapshot);
+      awaitingDeathPeak = snapshot.boxDied ? { snapshot, startedAt, changed } : null;
+      if (last) settleDeathPeak(last);
       return snapshot;
     },
   };
+}
+
+function settleDeathPeak(stats) {
+  const death = stats.box && stats.box.last_death;
+  if (!awaitingDeathPeak || !death || death.peak_bytes == null || death.at * 1000 < awaitingDeathPeak.startedAt) return;
+  const { snapshot, changed } = awaitingDeathPeak;
+  awaitingDeathPeak = null;
+  tookDeathPeak(snapshot, death.peak_bytes, stats.memory && stats.memory.cap_bytes);
+  renderLast(snapshot);
+  changed();
 }
 
 /** Starts the panel: the socket (or polling) and the age shown four times a second. */

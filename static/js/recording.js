@@ -75,6 +75,14 @@ export class Recording {
   }
 }
 
+/** The box's own peak for a burst it died in (its memory group's, or the watchdog's), over the panel's samples. */
+export function tookDeathPeak(snapshot, peakBytes, capBytes) {
+  if (snapshot.peakMemoryBytes != null && snapshot.peakMemoryBytes >= peakBytes) return;
+  snapshot.peakMemoryBytes = peakBytes;
+  snapshot.peakMemoryPct = capBytes ? (peakBytes * 100) / capBytes : snapshot.peakMemoryPct;
+  snapshot.peakFromBox = true;
+}
+
 /** One line for a burst's record, in Korean; shared with the comparison cards. */
 export function describeRecording(r) {
   if (!r) return "";
@@ -83,8 +91,9 @@ export function describeRecording(r) {
     const delta = r.memoryBeforeBytes != null ? r.peakMemoryBytes - r.memoryBeforeBytes : null;
     const sign = delta != null && delta >= 0 ? "+" : "";
     const pct = r.peakMemoryPct == null ? "" : `, 상한의 ${r.peakMemoryPct.toFixed(0)}%`;
+    const whose = r.peakFromBox ? " (죽은 상자가 잰 최고치)" : "";
     parts.push(
-      `최대 메모리 ${mib(r.peakMemoryBytes)}${pct}${delta != null ? ` (발사 전보다 ${sign}${(delta / MIB).toFixed(0)})` : ""}`,
+      `최대 메모리 ${mib(r.peakMemoryBytes)}${pct}${whose}${delta != null ? ` (발사 전보다 ${sign}${(delta / MIB).toFixed(0)})` : ""}`,
     );
   }
   const waiting = PATHS.filter(({ name }) => r.peakWaiting[name] > 0).map(

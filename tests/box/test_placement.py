@@ -6,8 +6,10 @@ import pytest
 
 from app.box import cgroups
 from app.box.cgroups import BoxCgroup, parent_dirs
-from app.box.memory import MEMORY_CAP, death_cause
+from app.box.memory import MEMORY_CAP, MemoryEnforcer, death_cause
 from app.box.placement import Placement, choose_cores, cpu_mode, memory_mode
+from app.box.supervisor import after_death
+from app.boxed.state import BoxState
 
 V1_PROC = "4:memory:/process_api/abc\n3:cpuset:/\n1:cpu:/\n2:cpuacct:/\n0::/\n"
 V2_PROC = "0::/user.slice/lab\n"
@@ -106,3 +108,42 @@ def test_create_v2_uses_one_folder_with_only_the_delegated_controllers(tmp_path:
 )
 def test_a_death_is_blamed_on_the_cap_only_with_evidence(returncode: int, ooms: int, fired: bool, cause: str) -> None:
     assert death_cause(returncode, ooms, fired)[0] == cause
+
+
+def memory_group(tmp_path: Path, version: int) -> BoxCgroup:
+    folder = tmp_path / "memory" / "box"
+    folder.mkdir(parents=True)
+    name = "memory.max_usage_in_bytes" if version == 1 else "memory.peak"
+    (folder / name).write_text("1200000000\n")
+    (folder / ("memory.oom_control" if version == 1 else "memory.events")).write_text("oom_kill 0\n")
+    return BoxCgroup(dirs={"memory": folder}, version=version)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_dead_incarnations_peak_is_its_own_groups_reset_as_it_started(tmp_path: Path, version: int) -> None:
+    """A burst that kills the box ends before the page samples its peak: the box reports the dead one's."""
+    group = memory_group(tmp_path, version)
+    enforcer = MemoryEnforcer("cgroup", 2**30, group)
+    enforcer.start(pid=12345)  # the peak starts afresh with the incarnation (the kernel takes the write of 0)
+    peak = group.dirs["memory"] / ("memory.max_usage_in_bytes" if version == 1 else "memory.peak")
+    assert peak.read_text() == "0"
+    peak.write_text("1288000000\n")  # what the kernel saw before it killed it
+    assert enforcer.peak_bytes() == 1288000000
+    state = after_death(BoxState(), MEMORY_CAP, "killed", 1.0, enforcer.peak_bytes())
+    assert state.last_death_peak_bytes == 1288000000
+
+
+def test_a_kernel_that_keeps_no_peak_gives_none_not_a_stale_one(tmp_path: Path) -> None:
+    group = memory_group(tmp_path, 2)
+    (group.dirs["memory"] / "memory.peak").unlink()  # v2 before 5.19: no peak at all
+    enforcer = MemoryEnforcer("cgroup", 2**30, group)
+    enforcer.start(pid=12345)
+    assert enforcer.peak_bytes() is None
+
+
+def test_the_watchdogs_peak_is_what_it_killed_at() -> None:
+    enforcer = MemoryEnforcer("watchdog", 2**30, None)
+    assert enforcer.peak_bytes() is None
+    assert enforcer.watchdog is not None
+    enforcer.watchdog.fired, enforcer.watchdog.killed_at_bytes = True, 1300000000
+    assert enforcer.peak_bytes() == 1300000000

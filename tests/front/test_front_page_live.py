@@ -141,6 +141,14 @@ def test_a_death_in_the_pages_burst_shows_the_fronts_502_and_every_page_sees_it(
             alert = page.inner_text("#box-alert")
             assert "다시 살아났습니다" in alert and "메모리 상한" in alert and "1번 죽음" in alert
             assert page.get_attribute("#box-alert", "data-deaths") == "1"
+        # The record's peak is the dead box's own (its memory group's), not the panel's last sample before it died.
+        firing.wait_for_function(
+            "JSON.parse(document.getElementById('box-burst').dataset.record || '{}').peakFromBox === true",
+            timeout=GUARD_MS,
+        )
+        kept = json.loads(firing.get_attribute("#box-burst", "data-record") or "{}")
+        assert kept["peakMemoryBytes"] == death["peak_bytes"] and kept["peakMemoryPct"] >= 95
+        assert "죽은 상자가 잰 최고치" in firing.inner_text("#box-burst")
         assert firing.get_attribute("#burst-status", "data-died") == str(statuses.count("502"))
         assert "상자가 죽어" in firing.inner_text("#burst-status")
         assert box.stats()["deaths"] == 1
