@@ -16,6 +16,8 @@ with `python -m app.front` running (default settings) and TOKEN the instructor t
    together, twice a second apart: the answers by who refused, and whether every live panel stayed on its
    WebSocket for the next 60 s.
 6. `flood`: one student's key sends 500 ② at once while 11 classmates send 12 each: who refused whom.
+7. `walk`: 3 pages fire ② 12 with "거절되면 다시 오기" while a walk-in page fires ② once every 5 s, 4 times:
+   returners seated on their first return, walk-ins served (docs/held-seats.md).
 
 Where students come from: by default each from their own loopback address (127.0.0.2, …), as laptops
 on a LAN; with `--one-address` all from 127.0.0.9, as a school behind one NAT address. Each `burst.py`
@@ -28,6 +30,7 @@ One JSON line per result on stdout; answers are counted as "200", "429 box_full"
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -283,6 +286,58 @@ def class_pages(front: str, pages: int, hold_s: float = 60) -> None:
             browser.close()
 
 
+SEATED = re.compile(r"첫 재방문에 자리 (\d+)/(\d+)")
+
+
+def class_walk(front: str, pages: int = 3, walk_ins: int = 4) -> None:
+    """`pages` pages fire ② 12 together with "거절되면 다시 오기" (each refusal comes back after its Retry-After with
+    its Seat-Hold); a walk-in page fires ② `walk_ins` times, 5 s apart from 2.5 s, without coming back: returners
+    seated on their first return, and walk-ins served (docs/held-seats.md)."""
+    from playwright.sync_api import sync_playwright  # the dev extra: only this check needs a browser
+
+    wait_idle(front)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            tabs = [browser.new_context(ignore_https_errors=True).new_page() for _ in range(pages + 1)]
+            for tab in tabs:
+                tab.goto(f"{front}/", wait_until="load")
+                tab.check("input[name=path][value=limited]")
+                tab.check("input[name=mode][value=distinct]")
+            *classmates, walker = tabs
+            for tab in classmates:
+                tab.fill("#burst-size", "12")
+                tab.check("#retry")
+            walker.fill("#burst-size", "1")
+            started = time.monotonic()
+            for tab in classmates:
+                tab.click("#fire")
+            walked: list[str] = []
+            for k in range(walk_ins):
+                time.sleep(max(0.0, started + 2.5 + 5 * k - time.monotonic()))
+                walker.click("#fire")
+                walker.wait_for_selector("#burst-status[data-state=done]", timeout=600_000)
+                walked += [page_label(*row) for row in walker.eval_on_selector_all("#rows tbody tr", PAGE_ANSWERS)]
+            seated = returners = 0
+            for tab in classmates:
+                tab.wait_for_selector("#burst-status[data-state=done]", timeout=600_000)
+                found = SEATED.search(tab.inner_text("#summary"))
+                if found:
+                    seated, returners = seated + int(found[1]), returners + int(found[2])
+            emit(
+                check="class walk",
+                pages=pages,
+                returners=returners,
+                seated_first_return=seated,
+                walk_ins=tally(walked),
+                holds=box_back(front)["holds"],
+            )
+        finally:
+            browser.close()
+
+
 def flood(front: str, n: int = 500, classmates: int = 11) -> None:
     """One student's key sends `n` ② at once (a script, HTTP/1.1) while `classmates` pages send 12 each."""
     import asyncio
@@ -327,7 +382,7 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--walk-ins", type=int, default=2)
-    parser.add_argument("--only", default="naive,limited,no-show,token,pages,flood")
+    parser.add_argument("--only", default="naive,limited,no-show,token,pages,flood,walk")
     parser.add_argument("--one-address", action="store_true", help="the whole class from 127.0.0.9 (a school's NAT)")
     args = parser.parse_args()
     global ONE_ADDRESS
@@ -346,6 +401,8 @@ def main() -> None:
         class_pages(front, args.pages)
     if "flood" in args.only:
         flood(front)
+    if "walk" in args.only:
+        class_walk(front)
     if "token" in args.only:
         turn_a_knob(front, args.token)
 
