@@ -12,7 +12,6 @@ from app.boxed.stand_in import HeldMemory
 from app.engine.cache import CacheSnapshot, ResultCache
 from app.engine.lane import InferenceLane, LaneSnapshot
 from app.engine.model import Scorer
-from app.engine.scorer import calibrate_length, load_scorer, warmup_text
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
@@ -33,6 +32,7 @@ from app.paths.ticket_follow import TicketFollower
 from app.paths.ticket_state import LocalRun, Signals
 from app.paths.ticket_worker import TicketWorker
 from app.paths.tickets import TicketService
+from app.scorer import calibrate_length, load_scorer, warmup_text
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

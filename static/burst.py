@@ -601,7 +601,7 @@ def distinct_texts(reviews: list[str], n: int, tag: str) -> list[str]:
 
 # ------------------------------------------------------------------------- firing
 
-# Who refused a 429, by its body's code (app/contract/errors.py): the classroom front's per-student limit,
+# Who refused a 429, by its body's code (app/errors.py): the classroom front's per-student limit,
 # or the box itself. The handout: "같은 번호, 다른 이유".
 FRONT_CODES = frozenset({"front_limit"})
 BOX_CODES = frozenset({"box_full", "job_queue_full"})

@@ -13,7 +13,7 @@ import pytest
 
 from app.engine.callshape import BATCH, CACHE_NAME, CANDIDATES, ONE, Trial, host_key, read_cache, settle_call_shape
 from app.engine.model import Shape
-from app.engine.scorer import load_scorer
+from app.scorer import load_scorer
 from app.settings import Settings
 from kit.live import TINY_MODEL
 from tests.test_callshape import SAMPLES, FakeClock, TimedFake, costs, key_for

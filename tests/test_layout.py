@@ -103,6 +103,41 @@ def test_no_import_cycle_in_app() -> None:
     assert cycles(GRAPH) == []
 
 
+def room(name: str) -> str:
+    """Where a module sits: its package under app/ (`app.paths`), or itself when it sits at app/'s root."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or MODULES[name].name == "__init__.py" else name
+
+
+ROOMS = {room(name): set[str]() for name in MODULES}
+for _name, _imported in GRAPH.items():
+    ROOMS[room(_name)].update(room(module) for module in _imported if room(module) != room(_name))
+FLOOR = {"app.settings", "app.errors", "app.datafile"}  # what every package may read: knobs, the error shape, files
+ENTRY = {"app.main", "app.serve"}  # the app and the process that serves it: above every package
+
+
+def test_the_room_graph_sees_packages_and_root_modules() -> None:
+    assert "app.engine" in ROOMS["app.paths"] and "app.paths" in ROOMS["app.lab"]
+    assert "app.engine" not in ROOMS["app.engine"]  # a package's own modules are one room
+    assert {"app.settings", "app.lab", "app.main"} <= ROOMS.keys()
+
+
+def test_the_packages_form_layers() -> None:
+    """No two rooms (a package, or a module at app/'s root) import each other, directly or round a loop: each
+    package can be read after the ones it imports, and moving a module means moving it to where its importers are."""
+    assert cycles(ROOMS) == []
+
+
+def test_the_floor_imports_nothing_of_the_server() -> None:
+    """Settings (the box's state included), the error shape and the file reader are read by every package."""
+    assert {name: sorted(ROOMS[name]) for name in FLOOR if ROOMS[name]} == {}
+
+
+def test_no_package_imports_the_entry_modules() -> None:
+    importers = {name: sorted(found) for name, imported in ROOMS.items() if (found := imported & ENTRY)}
+    assert importers == {"app.serve": ["app.main"]}
+
+
 def test_only_the_collector_and_the_middleware_import_metrics() -> None:
     assert {name for name, imported in GRAPH.items() if "app.observe.metrics" in imported} == METRICS_IMPORTERS
 

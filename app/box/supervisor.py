@@ -37,9 +37,8 @@ from app.box.port import bound_socket, claim_port
 from app.boxed.cgroup_memory import write_memory_limit
 from app.boxed.report import summary
 from app.boxed.stand_in import measured_figure
-from app.boxed.state import BoxState
 from app.knobs.instructor import TOKEN_FILE, TokenFileRefused, lesson_token
-from app.settings import PROJECT_ROOT, Settings
+from app.settings import PROJECT_ROOT, BoxState, Settings
 
 log = logging.getLogger("app.box")
 

@@ -121,7 +121,7 @@ class SpeedLoop:
         self._clock = clock
         self.first_guess = first_guess
         self.changed_at = clock()
-        self.targeted_at: float | None = None  # when the instructor last set a new target (app/boxed/knobs.py)
+        self.targeted_at: float | None = None  # when the instructor last set a new target (app/knobs/box.py)
         self.adjustments = 0
         self.last_measured_s: float | None = None  # the median the last judgement saw
         self._lock = threading.Lock()  # a tick and a new target never interleave

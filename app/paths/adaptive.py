@@ -10,8 +10,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.contract.errors import BoxFull, InferenceFailed
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull, InferenceFailed
 from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.contract.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.engine.lane import DeadlinePassed, InferenceLane
+from app.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.paths.door import Door
 from app.paths.holds import Hold, HoldCheck, SeatHolds
 from app.paths.pipeline import Outcome

@@ -22,15 +22,14 @@ from app.box.memory import Watchdog
 from app.box.placement import Placement
 from app.box.supervisor import Supervisor, with_kept_knobs
 from app.boxed.calibrate import applier
-from app.boxed.knobs import BoxMemory, box_appliers
 from app.boxed.meter import ReviewMeter
 from app.boxed.speed import Setting, SpeedLoop
-from app.boxed.state import BoxState
-from app.contract.errors import InvalidKnob
+from app.errors import InvalidKnob
 from app.knobs.board import KnobBoard
+from app.knobs.box import BoxMemory, box_appliers
 from app.main import create_app
 from app.paths.registry import BOX_TARGET
-from app.settings import Settings
+from app.settings import BoxState, Settings
 from tests.box.test_speed import FakeHost, serve_reviews
 from tests.fakes import GatedScorer
 

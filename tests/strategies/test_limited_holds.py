@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from app.contract.errors import BoxFull
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull
 from app.paths.holds import SeatHolds
 from app.paths.limited import SeatGate, Visit
 from app.paths.pipeline import Outcome

@@ -21,11 +21,11 @@ import psutil
 from app.boxed.calibrate import MIN_QUOTA_US, period_for
 from app.boxed.cgroup_memory import memory_now, write_memory_limit
 from app.boxed.speed import SpeedLoop
-from app.boxed.state import BoxState
-from app.contract.errors import InvalidKnob
+from app.errors import InvalidKnob
 from app.knobs.board import Apply
 from app.memory.guard import MemoryGuard
 from app.paths.registry import BOX_MEMORY_CAP, BOX_TARGET, MIB
+from app.settings import BoxState
 
 # A lowered cap must leave room for a few more sample reviews than run now (a burst of 12 grew the
 # server by ~317 MiB, ~26 MiB a review: docs/box.md), so turning the knob never kills the box by itself.
