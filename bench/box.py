@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 from app.paths.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
 from kit.fire import fire_one

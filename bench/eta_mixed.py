@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 from app.scorer import samples_by_length
 from app.settings import Settings
 from kit.fire import ROUTES, send
