@@ -44,9 +44,9 @@ class BoxState(BaseModel):
     cpu_quota_dir: str | None = None
     # The box's memory cgroup folder: /api/stats shows what it charges against the cap; None: RSS.
     memory_dir: str | None = None
-    # Bytes the server holds for the seed's server's libraries (app/boxed/stand_in.py); 0: none.
+    # Bytes the server holds for the seed's server's libraries (app/inside/stand_in.py); 0: none.
     stand_in_bytes: int = 0
-    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/boxed/speed.py).
+    # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/inside/speed.py).
     speed_file: str | None = None
 
 
@@ -126,7 +126,7 @@ class Settings(BaseSettings):
     # Slow the CPU to box_seconds_per_review in this server. The box turns it on; a bare
     # uvicorn (tests) stays at the host's speed unless it asks.
     box_slow: bool = False
-    # The box holds what the seed's server held at rest beyond the lab's own (app/boxed/stand_in.py: its
+    # The box holds what the seed's server held at rest beyond the lab's own (app/inside/stand_in.py: its
     # libraries, measured in app/data/seed_server.json), so ① meets the cap where the seed's box did.
     box_stand_in: bool = True
     # Set by the box for the server it starts (LAB_BOX_STATE, JSON); None outside the box.

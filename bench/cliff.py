@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from app.boxed.cgroup_memory import MemoryFiles
 from app.engine.callshape_cache import cpu_model
+from app.inside.cgroup_memory import MemoryFiles
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 from kit.memcap import MemoryCgroup
 from kit.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from app.boxed.speed import SpeedLoop
+from app.inside.speed import SpeedLoop
 from app.knobs.board import Apply, KnobBoard
 from app.knobs.box import box_appliers
 from app.knobs.instructor import instructor_token

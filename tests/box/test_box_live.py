@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.box.cgroups import CGROUP_ROOT, box_name
-from app.boxed.stand_in import measured_figure
+from app.inside.stand_in import measured_figure
 from kit.fire import BurstReply, fire_burst
 from kit.live import ROOT, TINY_MODEL, LiveServer
 from kit.serverproc import free_port, stop_process, wait_healthy

@@ -6,7 +6,7 @@ import pytest
 
 from app.box import cgroups
 from app.box.cgroups import BoxCgroup, parent_dirs
-from app.box.memory import MEMORY_CAP, MemoryEnforcer, death_cause
+from app.box.memory_cap import MEMORY_CAP, MemoryEnforcer, death_cause
 from app.box.placement import Placement, choose_cores, cpu_mode, memory_mode
 from app.box.supervisor import after_death
 from app.boxed.state import BoxState

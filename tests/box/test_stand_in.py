@@ -6,8 +6,8 @@ from typing import ClassVar, NoReturn
 import psutil
 import pytest
 
-from app.boxed.report import model_info, stand_in, summary
-from app.boxed.stand_in import HeldMemory, measured_figure
+from app.inside.report import model_info, stand_in, summary
+from app.inside.stand_in import HeldMemory, measured_figure
 from app.lab import open_lab
 from app.settings import BoxState, Settings
 from tests.fakes import GatedScorer
