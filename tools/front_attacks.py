@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 import httpx
 from websockets.asyncio.client import connect
 
+from kit.h2wire import Answer, H2Client, insecure_context
 from tools.front_candidates import NAMES, candidate
-from tools.h2wire import Answer, H2Client, insecure_context
 
 ATTACKER, CLASSMATE = "127.0.0.2", "127.0.0.3"
 PAGES = [f"127.0.0.{10 + i}" for i in range(12)]
