@@ -165,14 +165,8 @@ def try_lab(n: int, attempt: int, stand_in: bool, prime: bool) -> dict[str, Any]
 
 def _after_death(url: str, limit_s: float = 300) -> dict[str, Any]:
     """/api/stats once the box answers again (after a death the next incarnation loads its model first)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            return box_stats(url)
-        except (httpx.TransportError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    wait_healthy(url, limit_s=limit_s)
+    return box_stats(url)
 
 
 def main() -> None:

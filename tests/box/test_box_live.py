@@ -87,16 +87,8 @@ def infer_s(replies: list[BurstReply]) -> float:
 
 
 def back_after_a_death(box: Box) -> None:
-    """Poll until the next incarnation serves: its port refuses until it has its fresh socket."""
-
-    async def back() -> bool:
-        async with httpx.AsyncClient(timeout=30) as client:
-            try:
-                return (await client.get(f"{box.url}/health")).status_code == 200
-            except httpx.TransportError:
-                return False
-
-    asyncio.run(eventually(back, limit_s=120))
+    """Until the next incarnation serves: its port refuses until it has its fresh socket."""
+    wait_healthy(box.url, limit_s=120)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is Linux-only")
