@@ -201,3 +201,61 @@ memcap: _twin-if-missing
 [group('bench')]
 overload-report *ARGS:
     flock /tmp/lab-cpu.lock python -m bench.overload {{ARGS}}
+
+# ---------------------------------------------------------------- tools
+# One-off measurements and generated assets; each prints what it saw for the doc named (ARGS: --help).
+
+# The handout's lessons tried as a class tries them, through a running `just classroom` (docs/classroom.md; needs --token).
+[group('tools')]
+class-check *ARGS:
+    python -m tools.class_check {{ARGS}}
+
+# A SIGTERM with an event stream open: how the stream ends and how long the exit takes (docs/reliability.md).
+[group('tools')]
+drain-time *ARGS:
+    flock /tmp/lab-cpu.lock python -m tools.drain_time {{ARGS}}
+
+# Redraw static/favicon.ico (the burst page in miniature).
+[group('tools')]
+favicon:
+    python -m tools.favicon
+
+# What idle event-stream followers cost a live server: CPU and POST latency (docs/reliability.md).
+[group('tools')]
+followers-cost *ARGS:
+    flock /tmp/lab-cpu.lock python -m tools.followers_cost {{ARGS}}
+
+# Attack a running classroom front on loopback and watch what a classmate gets meanwhile (docs/classroom.md).
+[group('tools')]
+front-attacks *ARGS:
+    python -m tools.front_attacks {{ARGS}}
+
+# Whether the burst page's status panel stays live during a burst, over the WebSocket and polling (docs/burst-page.md).
+[group('tools')]
+live-panel:
+    flock /tmp/lab-cpu.lock python -m tools.live_panel
+
+# What idle live-stats sockets cost the box: a lone review's time with N pages open and with none (docs/reliability.md).
+[group('tools')]
+live-sockets-cost *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m tools.live_sockets_cost {{ARGS}}
+
+# Proposed screenshots of the burst page at 1366x900 and 390x844 into docs/img/ (docs/burst-page.md).
+[group('tools')]
+page-screenshots:
+    flock /tmp/lab-cpu.lock python -m tools.page_screenshots
+
+# Retake the README's screenshot: a burst of 12 on ② against the twin, in the box (MODEL_DIR: another model).
+[group('tools')]
+readme-screenshot *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m tools.readme_screenshot {{ARGS}}
+
+# What slow and silent clients do to a server: when it closes them, and /health meanwhile (docs/reliability.md).
+[group('tools')]
+slow-clients *ARGS:
+    flock /tmp/lab-cpu.lock python -m tools.slow_clients {{ARGS}}
+
+# How long one client's webhook waits behind ten aimed at a receiver that never answers (docs/reliability.md).
+[group('tools')]
+webhook-delay:
+    flock /tmp/lab-cpu.lock python -m tools.webhook_delay

@@ -7,12 +7,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.boxed.speed import SpeedLoop, cost_relative_to
-from app.boxed.stand_in import HeldMemory
 from app.engine.cache import CacheSnapshot, ResultCache
 from app.engine.lane import InferenceLane, LaneSnapshot
 from app.engine.model import Scorer
-from app.engine.scorer import calibrate_length, load_scorer, warmup_text
+from app.inside.speed import SpeedLoop, cost_relative_to
+from app.inside.stand_in import HeldMemory
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
@@ -33,6 +32,7 @@ from app.paths.ticket_follow import TicketFollower
 from app.paths.ticket_state import LocalRun, Signals
 from app.paths.ticket_worker import TicketWorker
 from app.paths.tickets import TicketService
+from app.scorer import calibrate_length, load_scorer, warmup_text
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Lab:
     paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
     knobs: KnobBoard
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
-    stand_in_bytes: int = 0  # held for the seed's libraries (app/boxed/stand_in.py), within the memory shown
+    stand_in_bytes: int = 0  # held for the seed's libraries (app/inside/stand_in.py), within the memory shown
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:

@@ -7,13 +7,13 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.api import docs, info, knobs, live, page, predict, tickets
-from app.boxed.report import BoxCollector
 from app.contract.error_handlers import SafeJSONResponse, install_error_handlers
 from app.contract.openapi import LabAPI
 from app.door.connections import ConnectionGuard
 from app.door.forwarded import Forwarded
 from app.door.middleware import LabMiddleware
 from app.engine.model import Scorer
+from app.inside.report import BoxCollector
 from app.lab import Lab, open_lab
 from app.observe.collector import lab_registry
 from app.settings import Settings, get_settings

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 from app.paths.registry import spec
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.adaptive_curve import CURVE, tables

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.callshape import CACHE_NAME, cpu_model, host_key, settle_call_shape
+from app.engine.callshape_cache import CACHE_NAME, cpu_model, host_key, settle_call_shape
 from app.engine.model import CallShape, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from kit.cores import affinity, bench_core, pin_here

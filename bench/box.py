@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import psutil
 
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 from app.paths.registry import PATHS
 from app.settings import PROJECT_ROOT, Settings
 from kit.fire import fire_one
@@ -85,18 +85,6 @@ def cpus_allowed(pid: int) -> list[str]:
     )
 
 
-def health_back(url: str, limit_s: float = 180) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < limit_s:
-        try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return round(time.monotonic() - started, 1)
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError("the box never came back")
-
-
 def memory_mib(url: str) -> tuple[float, str]:
     """The box's memory as /api/stats shows it (the cgroup's charge, else RSS), in MiB, and its source."""
     memory = httpx.get(f"{url}/api/stats", timeout=10).json()["memory"]
@@ -152,7 +140,7 @@ def restart(url: str, supervisor: int, crowd: int = 50, during: int = 30) -> Non
         time.sleep(0.01)
     sent = time.monotonic()
     during_result = asyncio.run(burst(url, "naive", [SAMPLES[i % len(SAMPLES)] for i in range(during)]))
-    health_back(url)
+    wait_healthy(url, limit_s=180)
     health_s = time.monotonic() - sent
     while True:
         try:
@@ -228,7 +216,7 @@ def main() -> None:
                     before = httpx.get(f"{url}/api/stats").json()["box"]
                     with PeakRss(children(box.pid)) as peak:
                         result = asyncio.run(burst(url, "naive", batch))
-                    back_s = health_back(url)
+                    back_s = round(wait_healthy(url, limit_s=180), 1)
                     after = httpx.get(f"{url}/api/stats").json()["box"]
                     died = after["incarnation"] > before["incarnation"]
                     print(

@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from app.boxed.cgroup_memory import MemoryFiles
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
+from app.inside.cgroup_memory import MemoryFiles
 from app.settings import MEMORY_CAP_BYTES, PROJECT_ROOT, TWIN_MODEL_DIR, Settings
 from kit.memcap import MemoryCgroup
 from kit.serverproc import ServerProcess, box_groups, free_port, stop_process, wait_healthy
@@ -165,14 +165,8 @@ def try_lab(n: int, attempt: int, stand_in: bool, prime: bool) -> dict[str, Any]
 
 def _after_death(url: str, limit_s: float = 300) -> dict[str, Any]:
     """/api/stats once the box answers again (after a death the next incarnation loads its model first)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            return box_stats(url)
-        except (httpx.TransportError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    wait_healthy(url, limit_s=limit_s)
+    return box_stats(url)
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from app.engine.callshape import cpu_model
-from app.engine.scorer import samples_by_length
+from app.engine.callshape_cache import cpu_model
+from app.scorer import samples_by_length
 from app.settings import Settings
 from kit.fire import ROUTES, send
 from kit.host import load_average

@@ -29,7 +29,7 @@ from types import TracebackType
 
 import httpx
 
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 from app.engine.model import load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 from bench.peer_report import (

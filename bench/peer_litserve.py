@@ -16,7 +16,7 @@ from typing import Any
 
 import litserve as ls
 
-from app.engine.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.engine.callshape_cache import CACHE_NAME, host_key, settle_call_shape
 from app.engine.model import Ranking, RerankerModel, load_topics
 from app.settings import PROJECT_ROOT, TWIN_MODEL_DIR
 

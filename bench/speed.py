@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from app.engine.callshape import cpu_model
-from app.engine.scorer import samples_by_length
+from app.engine.callshape_cache import cpu_model
+from app.scorer import samples_by_length
 from app.settings import Settings
 from kit.host import load_average
 from kit.measure import timing_s

@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 
 from app.api.records_ko import host_ko as host_words
-from app.engine.callshape import cpu_model
+from app.engine.callshape_cache import cpu_model
 
 
 def machine() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from app.box.cgroups import PROC_CGROUP, parent_dirs
-from app.boxed.cgroup_memory import MemoryFiles
+from app.inside.cgroup_memory import MemoryFiles
 from app.settings import PROJECT_ROOT
 from kit.serverproc import free_port, wait_healthy
 

@@ -98,16 +98,27 @@ def free_port() -> int:
         return port
 
 
-def wait_healthy(url: str, process: "subprocess.Popen[bytes]", limit_s: float = 60.0, probe: str = "/health") -> None:
-    """Poll `url + probe` until it answers 200; fail at once if the process died."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
+def wait_healthy(
+    url: str,
+    process: "subprocess.Popen[bytes] | None" = None,
+    limit_s: float = 60.0,
+    probe: str = "/health",
+    *,
+    verify: bool = True,
+) -> float:
+    """Poll `url + probe` until it answers 200: a server starting, or the box back after a death (through the
+    front too: `verify=False` for its certificate, its 502 while the box is down is not an answer). Returns the
+    seconds it took; fails at once if `process` died, and with TimeoutError after `limit_s`.
+
+    The one "wait until the box answers" of the measuring side and the live tests."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        if process is not None and process.poll() is not None:
             raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         try:
-            if httpx.get(f"{url}{probe}", timeout=1).status_code == 200:
-                return
+            if httpx.get(f"{url}{probe}", verify=verify, timeout=5).status_code == 200:
+                return time.monotonic() - started
         except httpx.TransportError:
             pass
         time.sleep(0.05)
-    raise TimeoutError(f"{url}{probe} never answered 200")
+    raise TimeoutError(f"{url}{probe} never answered 200 in {limit_s:g} s")

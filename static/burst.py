@@ -601,7 +601,7 @@ def distinct_texts(reviews: list[str], n: int, tag: str) -> list[str]:
 
 # ------------------------------------------------------------------------- firing
 
-# Who refused a 429, by its body's code (app/contract/errors.py): the classroom front's per-student limit,
+# Who refused a 429, by its body's code (app/errors.py): the classroom front's per-student limit,
 # or the box itself. The handout: "같은 번호, 다른 이유".
 FRONT_CODES = frozenset({"front_limit"})
 BOX_CODES = frozenset({"box_full", "job_queue_full"})
@@ -811,7 +811,7 @@ BACK_LIMIT_S = 120.0  # how long to wait for a dead box to answer again (its res
 
 @dataclass
 class BoxLife:
-    """What /api/stats' `box` says of the box's deaths (app/boxed/report.py `stats`)."""
+    """What /api/stats' `box` says of the box's deaths (app/inside/report.py `stats`)."""
 
     deaths: int
     cause: str | None  # the last death's: "memory_cap", "signal 9", "exit 1", ...
@@ -1089,7 +1089,7 @@ TWO_429S = (
 
 def cause_text(cause: str | None) -> str:
     """The box's death cause in the page's words: memory_cap → 메모리 상한, signal 9 → 시그널 9, exit 1 → 종료 코드 1
-    (app/box/memory.py `death_cause`)."""
+    (app/box/memory_cap.py `death_cause`)."""
     if cause is None:
         return "까닭 모름"
     if cause == "memory_cap":

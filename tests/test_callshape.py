@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.callshape import BATCH, CANDIDATES, ONE, host_key, read_cache, settle_call_shape, time_shapes, workloads
+from app.engine.callshape import BATCH, CANDIDATES, ONE, time_shapes, workloads
+from app.engine.callshape_cache import host_key, read_cache, settle_call_shape
 from app.engine.model import CallShape, Ranking, RerankerModel, Shape, load_topics
 from app.settings import PROJECT_ROOT
 from kit.live import TINY_MODEL

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.engine.callshape import BATCH, CACHE_NAME, CANDIDATES, ONE, Trial, host_key, read_cache, settle_call_shape
+from app.engine.callshape import BATCH, CANDIDATES, ONE, Trial
+from app.engine.callshape_cache import CACHE_NAME, host_key, read_cache, settle_call_shape
 from app.engine.model import Shape
-from app.engine.scorer import load_scorer
+from app.scorer import load_scorer
 from app.settings import Settings
 from kit.live import TINY_MODEL
 from tests.test_callshape import SAMPLES, FakeClock, TimedFake, costs, key_for

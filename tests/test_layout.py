@@ -1,4 +1,4 @@
-"""The server reads in one sitting: short modules, no import cycle, the metrics catalogue imported in two places,
+"""The server reads in one sitting: packages in layers, no import cycle, the metrics catalogue imported in two places,
 the paths listed in one place only (no literal list, `dict(…)` or list-like string of them in app/ or static/
 outside the registry and the scenario data below), and nothing outside tests/ leaning on a test module (by
 import statement, by name at run time, or through `sys.path`).
@@ -14,8 +14,6 @@ from pathlib import Path
 from app.paths.registry import PATHS
 
 APP = Path(__file__).parents[1] / "app"
-MAX_LINES = 250
-LONG_ALLOWED = (["app", "prepare"],)  # model preparation: a tool, not the server
 METRICS_IMPORTERS = {"app.observe.collector", "app.door.middleware"}
 
 
@@ -103,15 +101,43 @@ def test_no_import_cycle_in_app() -> None:
     assert cycles(GRAPH) == []
 
 
+def room(name: str) -> str:
+    """Where a module sits: its package under app/ (`app.paths`), or itself when it sits at app/'s root."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or MODULES[name].name == "__init__.py" else name
+
+
+ROOMS = {room(name): set[str]() for name in MODULES}
+for _name, _imported in GRAPH.items():
+    ROOMS[room(_name)].update(room(module) for module in _imported if room(module) != room(_name))
+FLOOR = {"app.settings", "app.errors", "app.datafile"}  # what every package may read: knobs, the error shape, files
+ENTRY = {"app.main", "app.serve"}  # the app and the process that serves it: above every package
+
+
+def test_the_room_graph_sees_packages_and_root_modules() -> None:
+    assert "app.engine" in ROOMS["app.paths"] and "app.paths" in ROOMS["app.lab"]
+    assert "app.engine" not in ROOMS["app.engine"]  # a package's own modules are one room
+    assert {"app.settings", "app.lab", "app.main"} <= ROOMS.keys()
+
+
+def test_the_packages_form_layers() -> None:
+    """No two rooms (a package, or a module at app/'s root) import each other, directly or round a loop: each
+    package can be read after the ones it imports, and moving a module means moving it to where its importers are."""
+    assert cycles(ROOMS) == []
+
+
+def test_the_floor_imports_nothing_of_the_server() -> None:
+    """Settings (the box's state included), the error shape and the file reader are read by every package."""
+    assert {name: sorted(ROOMS[name]) for name in FLOOR if ROOMS[name]} == {}
+
+
+def test_no_package_imports_the_entry_modules() -> None:
+    importers = {name: sorted(found) for name, imported in ROOMS.items() if (found := imported & ENTRY)}
+    assert importers == {"app.serve": ["app.main"]}
+
+
 def test_only_the_collector_and_the_middleware_import_metrics() -> None:
     assert {name for name, imported in GRAPH.items() if "app.observe.metrics" in imported} == METRICS_IMPORTERS
-
-
-def test_server_modules_are_under_250_lines() -> None:
-    server = {name: path for name, path in MODULES.items() if name.split(".")[:2] not in LONG_ALLOWED}
-    lines = {name: len(path.read_text("utf-8").splitlines()) for name, path in server.items()}
-    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
-    assert "app.engine.lane" in server and "app.prepare.twin" not in server
 
 
 ROOT = APP.parent

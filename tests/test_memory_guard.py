@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.contract.errors import MemoryWouldNotFit
+from app.errors import MemoryWouldNotFit
 from app.memory.guard import MemoryCost, MemoryGuard, measure_cost
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

@@ -18,7 +18,7 @@ OPENED = record("uvicorn.error", logging.INFO, "connection open")
 CLOSED = record("uvicorn.error", logging.INFO, "connection closed")
 STARTED = record("uvicorn.error", logging.INFO, "Started server process [%d]", 12)
 RUNNING = record("uvicorn.error", logging.INFO, "Uvicorn running on socket %s (Press CTRL+C to quit)", ("x", 1))
-SPEED = record("app.boxed.calibrate", logging.WARNING, "Box speed: first guess reused (burn), …")
+SPEED = record("app.inside.calibrate", logging.WARNING, "Box speed: first guess reused (burn), …")
 FAILED_WS = record("uvicorn.error", logging.ERROR, "Exception in ASGI application\n")
 SLOW_WS = record("uvicorn.error", logging.WARNING, "connection open")  # a warning about a connection still shows
 

@@ -41,6 +41,8 @@ from typing import Any
 
 import httpx
 
+from kit.serverproc import wait_healthy
+
 ROOT = Path(__file__).resolve().parents[1]
 BURST_PY = ROOT / "static" / "burst.py"
 NAIVE_PER_MINUTE = 12  # the front's ① budget per student (app/front/nginx.py StudentLimits.naive_per_min)
@@ -81,14 +83,8 @@ def stats(front: str) -> dict[str, Any]:
 
 def box_back(front: str, limit_s: float = 300) -> dict[str, Any]:
     """/api/stats once the box answers through the front again (a death restarts it)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            return stats(front)
-        except (httpx.HTTPError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    wait_healthy(front, limit_s=limit_s, verify=False)
+    return stats(front)
 
 
 def wait_idle(front: str, limit_s: float = 300) -> None:

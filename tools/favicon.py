@@ -4,6 +4,8 @@ Run once after changing the drawing: `.venv/bin/python -m tools.favicon`. The co
 (static/burst.css `--wait`, `--infer`, the header's ink).
 """
 
+import argparse
+
 from PIL import Image, ImageDraw
 
 from kit.live import ROOT
@@ -27,6 +29,7 @@ def draw(size: int = 256) -> Image.Image:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     draw().save(OUTPUT, sizes=[(16, 16), (32, 32), (48, 48)])
     print(f"{OUTPUT.relative_to(ROOT)}: {OUTPUT.stat().st_size} bytes")
 

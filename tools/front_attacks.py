@@ -31,8 +31,9 @@ from urllib.parse import urlsplit
 import httpx
 from websockets.asyncio.client import connect
 
+from kit.h2wire import Answer, H2Client, insecure_context
+from kit.serverproc import wait_healthy
 from tools.front_candidates import NAMES, candidate
-from tools.h2wire import Answer, H2Client, insecure_context
 
 ATTACKER, CLASSMATE = "127.0.0.2", "127.0.0.3"
 PAGES = [f"127.0.0.{10 + i}" for i in range(12)]
@@ -328,13 +329,13 @@ def run_all(args: argparse.Namespace, url: str, log: Path | None) -> None:
 def settle(url: str, limit_s: float = 180.0) -> None:
     """Before an attack: the box answers /health and runs nothing (a box killed by ① is back, ①'s leftovers done)."""
     deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
+    while (left_s := deadline - time.monotonic()) > 0:
+        wait_healthy(url, limit_s=left_s, verify=False)
         with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
-            if httpx.get(f"{url}/health", verify=False, timeout=5).status_code == 200:
-                paths = httpx.get(f"{url}/api/stats", verify=False, timeout=5).json()["paths"]
-                if all(p["in_flight"] == 0 and p["waiting"] == 0 for p in paths.values()):
-                    time.sleep(3)  # the front's per-client counters and rates drain
-                    return
+            paths = httpx.get(f"{url}/api/stats", verify=False, timeout=5).json()["paths"]
+            if all(p["in_flight"] == 0 and p["waiting"] == 0 for p in paths.values()):
+                time.sleep(3)  # the front's per-client counters and rates drain
+                return
         time.sleep(1)
 
 

@@ -6,6 +6,7 @@ Not a test: it prints what it saw, for docs/burst-page.md. Timing, so take the C
     flock /tmp/lab-cpu.lock .venv/bin/python -m tools.live_panel
 """
 
+import argparse
 import json
 import re
 import subprocess
@@ -76,6 +77,7 @@ def measure(browser: Browser, url: str, channel: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; burst of {BURST} on path 3, 1 s per review")
     with live_server(**slowed(1)) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -5,6 +5,7 @@ to 1 s a review. Not a test: nothing asserts here.
     flock /tmp/lab-cpu.lock .venv/bin/python -m tools.page_screenshots
 """
 
+import argparse
 import io
 
 from PIL import Image
@@ -38,6 +39,7 @@ def fire(page: Page, path: str, mode: str = "distinct", size: int = 12, wait: bo
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     with live_server(**slowed(1)) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         desk = browser.new_page(viewport={"width": 1366, "height": 900}, locale="ko-KR")

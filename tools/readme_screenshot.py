@@ -9,8 +9,8 @@ tests, whose launch settings it imports. Heavy (the twin infers ~1 s per review)
     flock /tmp/lab-cpu.lock .venv/bin/python -m tools.readme_screenshot [MODEL_DIR]
 """
 
+import argparse
 import io
-import sys
 from pathlib import Path
 
 from PIL import Image
@@ -24,7 +24,12 @@ TWIN = ROOT / "models" / "bge-reranker-base-twin-int8"
 OUTPUT = ROOT / "docs" / "img" / "burst-limited.png"
 
 
-def main(model_dir: Path) -> None:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "model_dir", nargs="?", type=Path, default=TWIN, help="the model folder to serve (default: the twin)"
+    )
+    model_dir = parser.parse_args().model_dir
     with ServerProcess(model_dir, box=True) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="ko-KR")
@@ -50,4 +55,4 @@ def main(model_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else TWIN)
+    main()

@@ -4,11 +4,12 @@
 every 0.25 s as the ticket service drives it. Run under `flock /tmp/lab-cpu.lock`.
 """
 
+import argparse
 import asyncio
 import base64
 import time
 
-from app.jobs.memory import MemoryJobStore
+from app.jobs.in_memory import MemoryJobStore
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
 from kit.webhook_receiver import done_job, silent_receiver, webhook_receiver
 
@@ -42,5 +43,10 @@ async def measure() -> float:
     return waited
 
 
-if __name__ == "__main__":
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print(f"fast receiver's webhook arrived {asyncio.run(measure()):.3f} s after delivery began ({SLOW_JOBS} ahead)")
+
+
+if __name__ == "__main__":
+    main()

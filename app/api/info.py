@@ -9,12 +9,12 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api.deps import get_lab
-from app.boxed import report
-from app.boxed.cgroup_memory import memory_now
-from app.boxed.state import BoxState
-from app.contract.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
+from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
+from app.inside import report
+from app.inside.cgroup_memory import memory_now
 from app.lab import Lab, LabSnapshot
 from app.paths.tickets import TicketsSnapshot
+from app.settings import BoxState
 
 router = APIRouter(tags=["info"])
 _process = psutil.Process()

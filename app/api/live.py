@@ -21,9 +21,9 @@ from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from app.api import info
-from app.contract.errors import WEBSOCKET_ONLY, error_body
 from app.contract.schema import ErrorOut
 from app.door.connections import TRY_AGAIN_LATER, ConnectionGuard
+from app.errors import WEBSOCKET_ONLY, error_body
 from app.lab import Lab
 from app.observe.fanout import Ticker
 

@@ -17,9 +17,9 @@ from typing_extensions import TypedDict  # pydantic reads it as a response model
 from app.api.deps import get_lab
 from app.api.measured import naive_bursts, naive_cliff
 from app.api.records_ko import host_ko, record_ko
-from app.boxed.report import stand_in
 from app.contract import student
 from app.contract.schema import limits, quoted
+from app.inside.report import stand_in
 from app.paths.registry import BOX_KNOBS, PathSpec, knob_names
 from app.settings import PROJECT_ROOT, Settings
 

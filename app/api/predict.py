@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Request, Response
 
 from app.api.deps import ReviewText, arrived_at, get_lab
-from app.contract.errors import ClientGone
 from app.contract.openapi import INPUT_ERRORS, answer, answers
 from app.contract.responses import prediction_body, prediction_headers
 from app.contract.schema import PredictionOut
 from app.door.disconnect import unless_client_leaves
+from app.errors import ClientGone
 from app.paths.pipeline import DirectPath, Outcome
 
 router = APIRouter(prefix="/api", tags=["predict"])

@@ -12,12 +12,12 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.api.deps import get_lab
-from app.contract.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
 from app.contract.openapi import INPUT_ERRORS, answer, answers
 from app.contract.responses import server_timing
 from app.contract.schema import MAX_FOLLOWED_JOBS, MAX_IDEMPOTENCY_KEY_CHARS, JobIn, JobOut, check_text, valid_unicode
 from app.door.connections import ConnectionGuard, LiveSeat
 from app.door.drain import until_set
+from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
 from app.jobs.models import JobStatus
 from app.paths.ticket_follow import JobMissing
 from app.paths.tickets import JobRequest, Ticket

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.boxed.cgroup_memory import MemoryFiles
+from app.inside.cgroup_memory import MemoryFiles
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")

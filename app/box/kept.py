@@ -4,7 +4,7 @@ The server's knob board writes the file on every change (app/knobs/board.py, ato
 reads it when the box starts and before each incarnation, so a restart keeps the instructor's
 values, not the environment's (the group's limit, `LAB_BOX_STATE`, the server's environment), and
 the watchdog reads it while a server runs, so a new cap holds at once where no memory cgroup does
-it (app/boxed/knobs.py says why the file is the one channel). A kept value never turns on what the
+it (app/knobs/box.py says why the file is the one channel). A kept value never turns on what the
 environment turned off (a target or cap of 0), and one outside the knob's bounds is ignored (logged).
 """
 

@@ -31,15 +31,14 @@ import httpx
 from app.box.cgroups import box_name, sweep_orphans
 from app.box.kept import KeptKnobs, knobs_file
 from app.box.launch import server_argv
-from app.box.memory import MEMORY_CAP, MemoryEnforcer
+from app.box.memory_cap import MEMORY_CAP, MemoryEnforcer
 from app.box.placement import Placement, place
 from app.box.port import bound_socket, claim_port
-from app.boxed.cgroup_memory import write_memory_limit
-from app.boxed.report import summary
-from app.boxed.stand_in import measured_figure
-from app.boxed.state import BoxState
+from app.inside.cgroup_memory import write_memory_limit
+from app.inside.report import summary
+from app.inside.stand_in import measured_figure
 from app.knobs.instructor import TOKEN_FILE, TokenFileRefused, lesson_token
-from app.settings import PROJECT_ROOT, Settings
+from app.settings import PROJECT_ROOT, BoxState, Settings
 
 log = logging.getLogger("app.box")
 

@@ -1,4 +1,4 @@
-"""Turns every error, the lab's and the framework's, into the one shape of app/contract/errors.py.
+"""Turns every error, the lab's and the framework's, into the one shape of app/errors.py.
 
 Validation (422), routing (404, 405) and body reading (400, 413) come from FastAPI and
 Starlette with their own bodies; the handlers here rewrite them, so a client parses one shape.
@@ -16,8 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from app.contract.errors import BY_STATUS, INVALID_REQUEST, ErrorKind, LabError, error_body, retry_after_header
 from app.contract.responses import server_timing
+from app.errors import BY_STATUS, INVALID_REQUEST, ErrorKind, LabError, error_body, retry_after_header
 
 
 def finite(value: Any) -> Any:

@@ -8,7 +8,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.contract.schema import MIN_TIME_IN_QUEUE_S, ErrorOut, quoted
+from app.contract.schema import ErrorOut, quoted
+from app.paths.ticket_config import MIN_TIME_IN_QUEUE_S
 from app.settings import Settings
 
 HEADERS: dict[str, dict[str, Any]] = {

@@ -9,13 +9,12 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
-from app.contract.errors import TABLE, InvalidReview, LabError
+from app.errors import TABLE, InvalidReview, LabError
 from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.ssrf import MAX_URL_CHARS
 from app.paths.registry import PATHS, every_knob
 from app.settings import Settings
 
-MIN_TIME_IN_QUEUE_S = 1.0
 DIRECT = [p.name for p in PATHS if p.answer == "direct"]  # the paths that answer with the result
 MAX_FOLLOWED_JOBS = 100  # one stream for a whole burst (the page fires at most 50)
 MAX_IDEMPOTENCY_KEY_CHARS = 200

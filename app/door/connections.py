@@ -18,7 +18,7 @@ import json
 from http import HTTPStatus
 from typing import Protocol
 
-from app.contract.errors import TOO_MANY_CONNECTIONS, ErrorKind, error_body
+from app.errors import TOO_MANY_CONNECTIONS, ErrorKind, error_body
 
 __all__ = ["REFUSAL", "TRY_AGAIN_LATER", "Connection", "ConnectionGuard", "LiveSeat", "raw_answer"]
 

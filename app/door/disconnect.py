@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from app.contract.errors import ClientGone
+from app.errors import ClientGone
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.contract.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
+from app.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
 from app.observe.metrics import RequestTally
 
 log = logging.getLogger(__name__)

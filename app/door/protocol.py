@@ -18,8 +18,8 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from app.contract.errors import HEADERS_TOO_LARGE, URI_TOO_LONG, ErrorKind
 from app.door.connections import REFUSAL, ConnectionGuard, raw_answer
+from app.errors import HEADERS_TOO_LARGE, URI_TOO_LONG, ErrorKind
 from app.settings import Settings
 
 __all__ = ["GuardedProtocol", "GuardedWebSockets", "HeadLimits", "guarded"]

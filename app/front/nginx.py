@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.contract.errors import FRONT_LIMIT, error_body
+from app.errors import FRONT_LIMIT, error_body
 
 __all__ = ["FrontConfig", "nginx_binary", "render", "start_nginx", "validate"]
 

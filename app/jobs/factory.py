@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from app.jobs.memory import MemoryJobStore
+from app.jobs.in_memory import MemoryJobStore
 from app.jobs.redis import RedisJobStore
 from app.jobs.sqlite import SqliteJobStore
 from app.jobs.store import JobStore

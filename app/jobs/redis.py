@@ -20,7 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from app.contract.errors import StoreUnavailable
+from app.errors import StoreUnavailable
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, empty_counts, is_overdue
 

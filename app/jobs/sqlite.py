@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.contract.errors import StoreUnavailable
+from app.errors import StoreUnavailable
 from app.jobs import sqlite_rows as rows
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.store import CLAIM_SCAN, Ahead, QueueFull, claimed, empty_counts, is_due, is_overdue

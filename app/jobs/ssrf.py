@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import idna
 
-from app.contract.errors import WebhookRefused
+from app.errors import WebhookRefused
 
 MAX_URL_CHARS = 2000
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from app.contract.errors import WebhookRefused
+from app.errors import WebhookRefused
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.ssrf import pinned_url, resolve_target
 from app.jobs.store import JobStore

@@ -1,1 +1,2 @@
-"""The instructor's knobs: the board, which owner each knob turns, and the lesson's token."""
+"""The instructor's knobs: the board, which owner each knob turns, the box's own knobs
+(`box.py`: its target and memory cap), and the lesson's token."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.contract.errors import InvalidKnob, LabError, NotInstructor
 from app.datafile import Unreadable, is_number, read_json
+from app.errors import InvalidKnob, LabError, NotInstructor
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

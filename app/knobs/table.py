@@ -1,7 +1,7 @@
 """Which of the registry's knobs an instructor may turn at runtime, and the owner each one is handed to.
 
 Bounds and units come from the registry (app/paths/registry.py): each path's knobs, and the box's own
-(`BOX_KNOBS`: its target seconds per review and its memory cap, owned by app/boxed/knobs.py; absent,
+(`BOX_KNOBS`: its target seconds per review and its memory cap, owned by app/knobs/box.py; absent,
 with the reason, on a server the box does not slow or cap). Not turnable live (yet): ①'s memory
 guard (it measures an inference's memory at start-up).
 """
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from app.boxed.knobs import box_appliers
-from app.boxed.speed import SpeedLoop
+from app.inside.speed import SpeedLoop
 from app.knobs.board import Apply, KnobBoard
+from app.knobs.box import box_appliers
 from app.knobs.instructor import instructor_token
 from app.memory.guard import MemoryGuard
 from app.paths.registry import Knob, LabPath, every_knob

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from app.contract.errors import MemoryWouldNotFit
 from app.engine.model import Scorer
+from app.errors import MemoryWouldNotFit
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

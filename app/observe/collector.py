@@ -11,10 +11,10 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from app.engine.tally import TallySnapshot
 from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
 from app.observe.metrics import HELP, RequestTally
-from app.observe.tally import TallySnapshot
 from app.paths.batch import BATCH_CLOSE_REASONS
 from app.paths.holds import HOLD_RESULTS
 from app.paths.tickets import TicketsSnapshot

@@ -10,8 +10,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.contract.errors import BoxFull, InferenceFailed
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull, InferenceFailed
 from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
@@ -21,7 +21,7 @@ ARRIVING_WEIGHT = 0.2  # how fast "a review of the kind arriving now" follows th
 
 
 @dataclass(eq=False, slots=True)
-class Waiter:
+class Admitted:
     """One admitted request in ⑤'s own queue; `turn` resolves when it goes to the lane."""
 
     chars: int
@@ -62,8 +62,8 @@ class AdaptiveGate:
         self._target_reviews = target_reviews
         self._interval_reviews = interval_reviews
         self._now = now
-        self._queue: deque[Waiter] = deque()  # in arrival order: FIFO takes the left, LIFO the right
-        self._going: list[Waiter] = []  # let through, their tasks not yet resumed to hand the review to the lane
+        self._queue: deque[Admitted] = deque()  # in arrival order: FIFO takes the left, LIFO the right
+        self._going: list[Admitted] = []  # let through, their tasks not yet resumed to hand the review to the lane
         self._on_lane = 0
         self._standing = StandingQueue()
         self._limit = VegasLimit()
@@ -117,28 +117,28 @@ class AdaptiveGate:
         self._arriving_s += ARRIVING_WEIGHT * (cost_s - self._arriving_s)
         ahead_s = self.ahead_s()
         standing = self._look(ahead_s)
-        waiter = Waiter(len(text), now, cost_s, self._start_by(now, cost_s, standing))
-        late_s = self._late_s([*self._queue, waiter])
+        admitted = Admitted(len(text), now, cost_s, self._start_by(now, cost_s, standing))
+        late_s = self._late_s([*self._queue, admitted])
         if late_s > 0 and ahead_s > 0:  # an idle lane takes anyone, however long its review
             self._standing.refused(now)
             raise self._refusal(late_s, standing, arrived)
-        self._queue.append(waiter)
+        self._queue.append(admitted)
         self._room.changed()
         self._dispatch()
         try:
-            await waiter.turn
+            await admitted.turn
         except asyncio.CancelledError:
-            self._leave(waiter)
+            self._leave(admitted)
             raise
-        self._going.remove(waiter)  # no await before the lane's FIFO has it: the backlog counts it from here
+        self._going.remove(admitted)  # no await before the lane's FIFO has it: the backlog counts it from here
         try:
             result = await self._lane.run([text])
         except BaseException as exc:  # withdrawn or failed: its place goes on, its time teaches nothing
-            self._leave(waiter)
+            self._leave(admitted)
             if isinstance(exc, Exception):
                 raise InferenceFailed(f"Inference failed: {exc}") from exc
             raise
-        self._done(waiter, result.queued_s + result.infer_s)
+        self._done(admitted, result.queued_s + result.infer_s)
         return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
     def _look(self, ahead_s: float) -> bool:
@@ -156,14 +156,14 @@ class AdaptiveGate:
             return max(now + 2 * self.target_s, self._standing.busy_since + self._interval_reviews * self._arriving_s)
         return now + 2 * self.target_s
 
-    def _late_s(self, waiting: list[Waiter]) -> float:
+    def _late_s(self, waiting: list[Admitted]) -> float:
         """How late the most-late of `waiting` would start in the best order, behind the lane's backlog and
         those let through (0 or less: every promise can be kept)."""
         now = self._now()
         ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going)
         return lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in waiting))
 
-    def _next(self, standing: bool) -> Waiter:
+    def _next(self, standing: bool) -> Admitted:
         """Newest first while the queue stands, oldest while it drains, never at the cost of a promise."""
         now = self._now()
         ahead_s = self._room.after_reviews(0) + sum(w.cost_s for w in self._going)
@@ -175,32 +175,32 @@ class AdaptiveGate:
         cancelled, its task not yet back to say so) is passed by."""
         while self._queue and self._on_lane < self.limit:
             standing = self.standing
-            waiter = self._next(standing)
-            overtakes = waiter is not self._queue[0]
-            self._queue.remove(waiter)
-            if waiter.turn.done():
+            admitted = self._next(standing)
+            overtakes = admitted is not self._queue[0]
+            self._queue.remove(admitted)
+            if admitted.turn.done():
                 continue
             self._served_newest_first += overtakes
-            waiter.sent = True
-            self._going.append(waiter)
+            admitted.sent = True
+            self._going.append(admitted)
             self._on_lane += 1
-            waiter.turn.set_result(None)
+            admitted.turn.set_result(None)
         self._room.changed()
 
-    def _leave(self, waiter: Waiter) -> None:
+    def _leave(self, admitted: Admitted) -> None:
         """A client gone before or just as its turn came: its place goes to the next, nobody else's is lost."""
-        if waiter.sent:
+        if admitted.sent:
             self._on_lane -= 1
-            if waiter in self._going:
-                self._going.remove(waiter)
-        elif waiter in self._queue:
-            self._queue.remove(waiter)
+            if admitted in self._going:
+                self._going.remove(admitted)
+        elif admitted in self._queue:
+            self._queue.remove(admitted)
         self._dispatch()
 
-    def _done(self, waiter: Waiter, on_lane_s: float) -> None:
+    def _done(self, admitted: Admitted, on_lane_s: float) -> None:
         """Answered: its time on the lane (its wait there included) teaches the limit; its place goes on."""
         self._on_lane -= 1
-        self._limit.sample(on_lane_s, waiter.cost_s, demand=bool(self._queue))
+        self._limit.sample(on_lane_s, admitted.cost_s, demand=bool(self._queue))
         self._dispatch()
 
     def _refusal(self, late_s: float, standing: bool, arrived: float) -> BoxFull:

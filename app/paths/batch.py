@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.contract.errors import InferenceFailed
 from app.engine.lane import LaneResult
-from app.observe.tally import TallySnapshot
+from app.engine.tally import TallySnapshot
+from app.errors import InferenceFailed
 from app.paths.pipeline import Outcome
 
 # Why a batch went to the lane: it filled up, its window ended, or the lane came free for it.

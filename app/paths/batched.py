@@ -6,9 +6,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from app.contract.errors import BoxFull
 from app.engine.lane import InferenceLane
-from app.observe.tally import BATCH_SIZE_BUCKETS, Tally
+from app.engine.tally import BATCH_SIZE_BUCKETS, Tally
+from app.errors import BoxFull
 from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
 from app.paths.handover import Handover
 from app.paths.pipeline import Outcome

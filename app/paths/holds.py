@@ -5,7 +5,7 @@ A hold is a promise about one seat at one time: the gate issues it only when the
 until then. Past its due time the seat is everyone's again; a returner who still comes within the
 grace window goes first for the next seat that frees. Tokens are `id.mac` (HMAC-SHA256 with a secret
 made per process, so a token cannot be forged and dies with the box); each is good for one seat,
-once, and one bearer at a time: a copy presented while its hold's bearer waits at the door is `used`.
+once, and one bearer at a time: a copy presented while its hold's bearer waits in the lobby is `used`.
 """
 
 import base64
@@ -28,7 +28,7 @@ class HoldCheck(StrEnum):
     VALID = "valid"  # a live hold: the bearer gets the held seat
     FORGED = "forged"  # malformed or the MAC does not match (another box, or made up)
     EXPIRED = "expired"  # came back after its grace window, or never known to this box
-    USED = "used"  # already claimed a seat once, or a copy while its bearer waits at the door
+    USED = "used"  # already claimed a seat once, or a copy while its bearer waits in the lobby
     GONE = "gone"  # the bearer hung up while waiting for its held seat
 
 
@@ -40,7 +40,7 @@ class Hold:
     due: float  # monotonic: when the bearer was told to come back (the Retry-After, rounded up)
     expires: float  # due + grace
     chars: int  # the refused review's length: what its return will cost the lane
-    at_door: bool = False  # its bearer is waiting for a seat: the hold ends with it, not by the clock
+    in_lobby: bool = False  # its bearer is waiting for a seat: the hold ends with it, not by the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,17 +139,17 @@ class SeatHolds:
         return 0.0 if hold is None else max(0.0, hold.expires - self._clock())
 
     def arrive(self, hold_id: str) -> HoldCheck:
-        """A live hold's bearer at the door: VALID for the first, USED (counted) for a copy while it waits."""
+        """A live hold's bearer in the lobby: VALID for the first, USED (counted) for a copy while it waits."""
         hold = self._live[hold_id]
-        if hold.at_door:
+        if hold.in_lobby:
             return self._count(HoldCheck.USED)
-        hold.at_door = True
+        hold.in_lobby = True
         return HoldCheck.VALID
 
     def waited_for(self, hold_id: str) -> bool:
-        """Its bearer is at the door."""
+        """Its bearer is in the lobby."""
         hold = self._live.get(hold_id)
-        return hold is not None and hold.at_door
+        return hold is not None and hold.in_lobby
 
     def claim(self, hold_id: str) -> bool:
         """Turn a live hold into a seat (once); False if it is gone."""
@@ -160,7 +160,7 @@ class SeatHolds:
         return True
 
     def give_up(self, hold_id: str) -> None:
-        """Its bearer waited at the door until the grace window ended: counted `expired` (it came, so no no-show)."""
+        """Its bearer waited in the lobby until the grace window ended: counted `expired` (it came, so no no-show)."""
         if self._live.pop(hold_id, None) is not None:
             self._forget(hold_id, HoldCheck.EXPIRED)
             self._results["expired"] += 1
@@ -180,7 +180,7 @@ class SeatHolds:
 
     def _expire(self) -> None:
         now = self._clock()
-        for hold_id in [i for i, hold in self._live.items() if hold.expires <= now and not hold.at_door]:
+        for hold_id in [i for i, hold in self._live.items() if hold.expires <= now and not hold.in_lobby]:
             del self._live[hold_id]
             self._no_shows += 1
             self._forget(hold_id, HoldCheck.EXPIRED)

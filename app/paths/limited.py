@@ -6,10 +6,10 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.contract.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.engine.lane import DeadlinePassed, InferenceLane
-from app.paths.door import Door
+from app.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.paths.holds import Hold, HoldCheck, SeatHolds
+from app.paths.lobby import Lobby
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 from app.paths.seat_plan import Returner
@@ -33,7 +33,7 @@ class Visit:
 
     def unused(self) -> None:
         """Answered without the gate (the cache): a live hold it carried goes back to everyone (unless
-        another bearer of the same token is waiting for it at the door)."""
+        another bearer of the same token is waiting for it in the lobby)."""
         if self.token and self.result is None:
             check, hold_id = self.gate.holds.check(self.token)
             if check is HoldCheck.VALID and not self.gate.holds.waited_for(hold_id):
@@ -44,7 +44,7 @@ class SeatGate:
     """Admits at most 1 + `seats` requests; the rest are refused at once with a hint.
 
     The mechanism only: it counts who is seated and in flight, keeps the holds (app/paths/holds.py) and the
-    door where a returner with a live token waits for its seat (app/paths/door.py), and asks the seat policy
+    lobby where a returner with a live token waits for its seat (app/paths/lobby.py), and asks the seat policy
     (app/paths/seat_policy.py) who sits down, when a refused client should come back and whether its seat is
     held then, handing it what it sees now (`seats()`).
     """
@@ -59,7 +59,7 @@ class SeatGate:
         self._max_wait_s = max_wait_s
         self.holds = holds or SeatHolds(grace_s=0.0, horizon_reviews=0)
         self._slot = asyncio.Semaphore(1)
-        self._door = Door()
+        self._lobby = Lobby()
         self._admitted = 0
         self._in_flight = 0
         self._refused = {"seats_full": 0, "waited_too_long": 0}
@@ -84,9 +84,9 @@ class SeatGate:
         return self._admitted - self._in_flight
 
     @property
-    def at_door(self) -> int:
+    def in_lobby(self) -> int:
         """Returners waiting for their seat to free."""
-        return len(self._door)
+        return len(self._lobby)
 
     def held_s(self) -> list[float]:
         """Seconds each seated request will take on the lane, in the order the seats are served."""
@@ -103,7 +103,7 @@ class SeatGate:
         """An instructor's change, from the next arrival on (fewer seats: the seated stay, newcomers wait for room)."""
         if seats is not None:
             self._seats = seats
-            self._door.changed()  # a returner waiting at the door may sit down now
+            self._lobby.changed()  # a returner waiting in the lobby may sit down now
         if max_wait_s is not None:
             self._max_wait_s = max_wait_s
 
@@ -124,7 +124,7 @@ class SeatGate:
             seated_s=tuple(self.held_s()),
             held=returners(self.holds.ahead()),
             told=returners(self.holds.told()),
-            at_door=len(self._door),
+            in_lobby=len(self._lobby),
             busy_for_s=math.inf if self._busy_since is None else now - self._busy_since,
             per_review_s=room.per_review_s,
             holds_on=self.holds.enabled,
@@ -136,7 +136,7 @@ class SeatGate:
         arrived = time.monotonic()
         if not await self._admit(visit, len(text)):
             raise self._refuse(visit, time.monotonic() - arrived, len(text))
-        deadline = time.monotonic() + self._max_wait_s  # from the seat: a returner's time at the door is its hold's
+        deadline = time.monotonic() + self._max_wait_s  # from the seat: a returner's time in the lobby is its hold's
         if self._admitted == 0:
             self._busy_since = self.holds.now()
         self._admitted += 1
@@ -163,11 +163,11 @@ class SeatGate:
                 self._slot.release()
         finally:
             self._admitted -= 1
-            self._door.changed()  # a seat freed: the first returner at the door takes it
+            self._lobby.changed()  # a seat freed: the first returner in the lobby takes it
         return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
     async def _admit(self, visit: Visit | None, chars: int) -> bool:
-        """A live token's bearer (one per hold) goes to the door; everyone else is judged as a walk-in."""
+        """A live token's bearer (one per hold) goes to the lobby; everyone else is judged as a walk-in."""
         if visit is not None and visit.token:
             check, hold_id = self.holds.check(visit.token)
             if check is HoldCheck.VALID:
@@ -181,10 +181,10 @@ class SeatGate:
         return admits_walk_in(self.seats(), self._lane.room.one(chars))
 
     async def _returner_seated(self, hold_id: str) -> bool:
-        """Wait at the door, earliest due first, while the hold lives; claim the seat when it is this one's."""
+        """Wait in the lobby, earliest due first, while the hold lives; claim the seat when it is this one's."""
         holds = self.holds
         try:
-            seated = await self._door.wait(
+            seated = await self._lobby.wait(
                 holds.due_at(hold_id),
                 free=lambda: self.capacity - self._admitted,
                 may_stay=lambda: holds.expires_in(hold_id) > 0,
@@ -195,13 +195,13 @@ class SeatGate:
             raise
         if seated and holds.claim(hold_id):
             return True
-        holds.give_up(hold_id)  # came, but its grace window ended at the door: counted `expired`
+        holds.give_up(hold_id)  # came, but its grace window ended in the lobby: counted `expired`
         return False
 
     def _refuse(self, visit: Visit | None, waited_s: float, chars: int) -> BoxFull:
         """429 with when to come back and, when the policy holds the seat then, a token for it.
 
-        `waited_s` is 0 for a walk-in; a returner may have waited at the door for its held seat.
+        `waited_s` is 0 for a walk-in; a returner may have waited in the lobby for its held seat.
         """
         self._refused["seats_full"] += 1
         free = self.capacity - self._admitted

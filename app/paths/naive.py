@@ -5,8 +5,8 @@ import time
 
 import anyio.to_thread
 
-from app.contract.errors import InferenceFailed, LabError
 from app.engine.model import ONE_CALL, Scorer, calls_shaped
+from app.errors import InferenceFailed, LabError
 from app.memory.guard import MemoryGuard
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec

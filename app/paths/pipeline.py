@@ -11,7 +11,7 @@ from typing import Protocol
 
 from app.engine.cache import ResultCache
 from app.engine.model import Ranking
-from app.observe.tally import INFERENCE_BUCKETS, WAIT_BUCKETS, Tally, TallySnapshot
+from app.engine.tally import INFERENCE_BUCKETS, WAIT_BUCKETS, Tally, TallySnapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,10 +195,10 @@ BOX_TARGET = Knob("box_seconds_per_review", 0.5, 5, "s", 0.1, "리뷰당 목표 
 # 1000 MiB: the least an incarnation can start in and serve from. The box at rest with the twin is the lab's own
 # server (590-615 MiB, docs/box.md) and the stand-in for the seed's libraries (273-289 MiB, measured on two hosts):
 # 898-903 MiB charged (2026-12-05; the stand-in is made once start-up's own peak is gone, so that is its peak too),
-# plus the 100 MiB a live turn keeps above what the box uses (app/boxed/knobs.py). One bound with the stand-in off
+# plus the 100 MiB a live turn keeps above what the box uses (app/knobs/box.py). One bound with the stand-in off
 # as well (LAB_BOX_STAND_IN=0 would start in ~700 MiB): the lesson's box holds it.
 # 2 GiB: above a burst of 12 on ① (rest ~880 MiB + 25-55 MiB a request), so its survival can be shown too,
-# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/boxed/knobs.py).
+# and a twelfth of this 24 GiB host. Never below what the box uses now plus a margin (app/knobs/box.py).
 # In steps of 1 MiB, what the instructor page types: the environment's 1.2 GiB (1228.8 MiB) is none, and stands
 # as it is, since the knobs file keeps only the values an instructor turned.
 BOX_MEMORY_CAP = Knob(

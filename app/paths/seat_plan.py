@@ -121,7 +121,7 @@ class SeatPlan:
         return self._forecast(returners)[0]
 
     def _forecast(self, returners: Sequence[Returner]) -> tuple[list[float], list[float]]:
-        """When each returner (in due order, as the door takes them) sits down and leaves again: a returner
+        """When each returner (in due order, as the lobby takes them) sits down and leaves again: a returner
         whose seat is not free at its due time takes the next one that frees."""
         ends = list(self.leaves_s)
         tail = self.tail_s

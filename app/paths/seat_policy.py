@@ -1,10 +1,10 @@
 """Path ②'s seat policy: who sits down, when a refused client is told to come back, and whether its seat is held.
 
 Pure functions of what the gate sees now (`Seats`, every time in seconds from now), over the forecast in
-app/paths/seat_plan.py; the gate (limited.py), the holds (holds.py) and the door (door.py) only apply them.
+app/paths/seat_plan.py; the gate (limited.py), the holds (holds.py) and the lobby (lobby.py) only apply them.
 
 - **Admit.** A walk-in sits down whenever ② is empty (the lane never idles for a promise), and otherwise
-  when a seat is free, no returner waits at the door, and seating it makes no returner sit down after its
+  when a seat is free, no returner waits in the lobby, and seating it makes no returner sit down after its
   due time. It may make one sit down up to `late_s` after it (a second, Retry-After's unit, or a review when
   longer) when it takes lane time that would otherwise go idle: the lane drains before the next returner is
   due, or ② went from empty to busy less than a review ago (a class firing together fills ② as the first
@@ -39,7 +39,7 @@ class Seats:
     seated_s: tuple[float, ...]  # each seated request's cost, in the order the lane takes them
     held: tuple[Returner, ...] = ()  # live holds not yet due
     told: tuple[Returner, ...] = ()  # Retry-Afters given without a hold, not yet due
-    at_door: int = 0  # returners waiting for their seat to free
+    in_lobby: int = 0  # returners waiting for their seat to free
     busy_for_s: float = math.inf  # since ② last went from empty to busy
     per_review_s: float = 1.0
     holds_on: bool = True
@@ -65,8 +65,8 @@ class Refusal:
 
 def admits_walk_in(seats: Seats, cost_s: float) -> bool:
     """Whether a request without a live hold sits down now (see the module's rules)."""
-    if seats.at_door:
-        return False  # returners at the door go first: one of them takes the next seat that frees
+    if seats.in_lobby:
+        return False  # returners in the lobby go first: one of them takes the next seat that frees
     if seats.admitted == 0:
         return True  # work-conserving: an idle lane beats any promise
     if seats.admitted >= seats.capacity:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from app.settings import Settings
 
+MIN_TIME_IN_QUEUE_S = 1.0  # the shortest wait a ticket may ask for, in seconds
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServiceConfig:

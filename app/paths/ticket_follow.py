@@ -5,7 +5,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from app.contract.errors import JobNotFound
+from app.errors import JobNotFound
 from app.paths.merge import merged
 from app.paths.ticket_config import FollowConfig
 from app.paths.ticket_state import Signals

@@ -10,7 +10,8 @@ import json
 import time
 from dataclasses import asdict, dataclass, replace
 
-from app.contract.errors import (
+from app.engine.room import Room
+from app.errors import (
     IdempotencyConflict,
     InvalidJob,
     JobAlreadyFinished,
@@ -18,15 +19,13 @@ from app.contract.errors import (
     JobQueueFull,
     WebhookRefused,
 )
-from app.contract.schema import MIN_TIME_IN_QUEUE_S
-from app.engine.room import Room
 from app.jobs import lifecycle
 from app.jobs.models import Expect, Job, JobStatus
 from app.jobs.ssrf import resolve_target
 from app.jobs.store import Ahead, JobStore, QueueFull, empty_counts
 from app.paths.pipeline import Pipeline
 from app.paths.registry import Load, spec
-from app.paths.ticket_config import ServiceConfig
+from app.paths.ticket_config import MIN_TIME_IN_QUEUE_S, ServiceConfig
 from app.paths.ticket_state import LocalRun, Signals
 
 SPEC = spec("tickets")

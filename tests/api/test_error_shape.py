@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.contract.errors import TABLE
+from app.errors import TABLE
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

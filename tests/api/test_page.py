@@ -7,10 +7,9 @@ from pathlib import Path
 from app.api.measured import naive_bursts
 from app.api.page import STATIC_DIR, page_paths
 from app.api.records_ko import host_ko, record_ko
-from app.boxed.stand_in import measured_figure
-from app.boxed.state import BoxState
+from app.inside.stand_in import measured_figure
 from app.paths.registry import PATHS
-from app.settings import Settings
+from app.settings import BoxState, Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -3,7 +3,7 @@
 import json
 
 from app.api.records_ko import host_ko, record_ko, when_ko
-from app.boxed.stand_in import measured_figure
+from app.inside.stand_in import measured_figure
 from app.settings import PROJECT_ROOT
 
 STAND_IN = (

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from app.contract.errors import InvalidReview
 from app.contract.schema import VISIBLE_PATTERN, check_text
+from app.errors import InvalidReview
 from tests.api.test_hardening import POSTS
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer

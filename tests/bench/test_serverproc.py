@@ -1,7 +1,13 @@
-"""A benchmark's box leaves no cgroup behind: the leftovers of a supervisor are found by its name, per controller."""
+"""A benchmark's box leaves no cgroup behind: the leftovers of a supervisor are found by its name, per controller;
+and the one "wait until the box answers" waits for a 200, not for any answer."""
 
 import os
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -9,7 +15,7 @@ import pytest
 
 from kit.live import TINY_MODEL
 from kit.measure import PeakRss
-from kit.serverproc import ServerProcess, box_groups
+from kit.serverproc import ServerProcess, box_groups, wait_healthy
 
 V1 = "12:memory:/user.slice\n7:cpu,cpuacct:/user.slice\n3:cpuset:/\n1:name=systemd:/user.slice\n"
 V2 = "0::/lab.slice\n"
@@ -52,6 +58,49 @@ def test_peak_rss_follows_the_pids_it_is_given_each_time() -> None:
         asked.wait(timeout=10)
     assert asked.is_set()
     assert rss.peak > 0
+
+
+@contextmanager
+def box_down_for(refusals: int) -> Iterator[tuple[str, list[str]]]:
+    """A box behind a front: 502 for its first `refusals` requests (the box restarting), then 200; every path asked."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_response(502 if len(asked) <= refusals else 200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_waiting_for_the_box_takes_a_200_not_the_fronts_502() -> None:
+    with box_down_for(refusals=3) as (url, asked):
+        waited_s = wait_healthy(url, limit_s=60)
+    assert asked == ["/health"] * 4 and waited_s >= 0
+
+
+def test_waiting_for_a_box_that_never_answers_200_gives_up() -> None:
+    with box_down_for(refusals=10**6) as (url, _), pytest.raises(TimeoutError):
+        wait_healthy(url, limit_s=0.3)
+
+
+def test_waiting_for_a_server_whose_process_died_fails_at_once() -> None:
+    process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    process.wait(timeout=60)
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        wait_healthy("http://127.0.0.1:9", process, limit_s=60)
 
 
 @pytest.mark.slow

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.boxed.state import BoxState
-from app.settings import Settings
+from app.settings import BoxState, Settings
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 

@@ -15,22 +15,21 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from app.box import memory as box_memory
+from app.box import memory_cap
 from app.box.cgroups import BoxCgroup
 from app.box.kept import KeptKnobs
-from app.box.memory import Watchdog
+from app.box.memory_cap import Watchdog
 from app.box.placement import Placement
 from app.box.supervisor import Supervisor, with_kept_knobs
-from app.boxed.calibrate import applier
-from app.boxed.knobs import BoxMemory, box_appliers
-from app.boxed.meter import ReviewMeter
-from app.boxed.speed import Setting, SpeedLoop
-from app.boxed.state import BoxState
-from app.contract.errors import InvalidKnob
+from app.errors import InvalidKnob
+from app.inside.calibrate import applier
+from app.inside.meter import ReviewMeter
+from app.inside.speed import Setting, SpeedLoop
 from app.knobs.board import KnobBoard
+from app.knobs.box import BoxMemory, box_appliers
 from app.main import create_app
 from app.paths.registry import BOX_TARGET
-from app.settings import Settings
+from app.settings import BoxState, Settings
 from tests.box.test_speed import FakeHost, serve_reviews
 from tests.fakes import GatedScorer
 
@@ -259,8 +258,8 @@ def test_the_supervisor_starts_the_next_incarnation_with_the_kept_cap_and_target
 def rss_of_1100_mib(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """The watchdog sees a server of 1100 MiB; the event is set when it would kill it (nothing is killed)."""
     killed = threading.Event()
-    monkeypatch.setattr(box_memory, "tree_rss", lambda _pid: 1100 * MIB)
-    monkeypatch.setattr(box_memory, "kill_tree", lambda _pid: killed.set())
+    monkeypatch.setattr(memory_cap, "tree_rss", lambda _pid: 1100 * MIB)
+    monkeypatch.setattr(memory_cap, "kill_tree", lambda _pid: killed.set())
     yield killed
 
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.box.cgroups import CGROUP_ROOT, box_name
-from app.boxed.stand_in import measured_figure
+from app.inside.stand_in import measured_figure
 from kit.fire import BurstReply, fire_burst
 from kit.live import ROOT, TINY_MODEL, LiveServer
 from kit.serverproc import free_port, stop_process, wait_healthy
@@ -87,16 +87,8 @@ def infer_s(replies: list[BurstReply]) -> float:
 
 
 def back_after_a_death(box: Box) -> None:
-    """Poll until the next incarnation serves: its port refuses until it has its fresh socket."""
-
-    async def back() -> bool:
-        async with httpx.AsyncClient(timeout=30) as client:
-            try:
-                return (await client.get(f"{box.url}/health")).status_code == 200
-            except httpx.TransportError:
-                return False
-
-    asyncio.run(eventually(back, limit_s=120))
+    """Until the next incarnation serves: its port refuses until it has its fresh socket."""
+    wait_healthy(box.url, limit_s=120)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is Linux-only")

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engine.callshape import CACHE_NAME, host_key
+from app.engine.callshape_cache import CACHE_NAME, host_key
 from kit.live import TINY_MODEL
 from tests.box.test_box_live import boxed
 from tests.test_callshape_cache import good_cache

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from app.boxed.burn import BurningScorer, burn
-from app.boxed.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
-from app.boxed.meter import ReviewMeter
 from app.engine.model import Ranking, Wanted
+from app.inside.burn import BurningScorer, burn
+from app.inside.calibrate import PERIOD_US, choose_method, padding_for, quota_for, write_quota
+from app.inside.meter import ReviewMeter
 
 
 def test_quota_is_the_host_cost_as_a_fraction_of_the_target() -> None:

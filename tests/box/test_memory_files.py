@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from app.box.cgroups import BoxCgroup
-from app.boxed.cgroup_memory import MemoryFiles, charged_bytes, write_memory_limit
+from app.inside.cgroup_memory import MemoryFiles, charged_bytes, write_memory_limit
 from kit import memcap
 
 MIB = 2**20

@@ -6,10 +6,10 @@ import pytest
 
 from app.box import cgroups
 from app.box.cgroups import BoxCgroup, parent_dirs
-from app.box.memory import MEMORY_CAP, MemoryEnforcer, death_cause
+from app.box.memory_cap import MEMORY_CAP, MemoryEnforcer, death_cause
 from app.box.placement import Placement, choose_cores, cpu_mode, memory_mode
 from app.box.supervisor import after_death
-from app.boxed.state import BoxState
+from app.settings import BoxState
 
 V1_PROC = "4:memory:/process_api/abc\n3:cpuset:/\n1:cpu:/\n2:cpuacct:/\n0::/\n"
 V2_PROC = "0::/user.slice/lab\n"

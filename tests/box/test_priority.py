@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from app.boxed.meter import ReviewMeter
-from app.boxed.priority import BACK_SEAT_NICE, niceness, take_back_seat
 from app.engine.model import Ranking, Wanted
+from app.inside.meter import ReviewMeter
+from app.inside.priority import BACK_SEAT_NICE, niceness, take_back_seat
 
 LINUX_ONLY = "per-thread nice and SCHED_BATCH are Linux's"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=LINUX_ONLY)

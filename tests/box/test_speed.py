@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from app.boxed.calibrate import slow_to_target
-from app.boxed.meter import ReviewMeter
-from app.boxed.speed import Setting, SpeedLoop, next_fraction
 from app.engine.model import Ranking
+from app.inside.calibrate import slow_to_target
+from app.inside.meter import ReviewMeter
+from app.inside.speed import Setting, SpeedLoop, next_fraction
 
 
 class FakeHost:

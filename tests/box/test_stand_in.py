@@ -6,11 +6,10 @@ from typing import ClassVar, NoReturn
 import psutil
 import pytest
 
-from app.boxed.report import model_info, stand_in, summary
-from app.boxed.stand_in import HeldMemory, measured_figure
-from app.boxed.state import BoxState
+from app.inside.report import model_info, stand_in, summary
+from app.inside.stand_in import HeldMemory, measured_figure
 from app.lab import open_lab
-from app.settings import Settings
+from app.settings import BoxState, Settings
 from tests.fakes import GatedScorer
 
 MIB = 2**20

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.contract import student
-from app.contract.errors import FRONT_LIMIT
+from app.errors import FRONT_LIMIT
 from app.front.nginx import FrontConfig, nginx_binary, render, validate
 from app.settings import Settings
 from tests.front_proxy import front_config

@@ -11,7 +11,7 @@ import json
 import httpx
 import pytest
 
-from app.contract.errors import FRONT_LIMIT
+from app.errors import FRONT_LIMIT
 from kit.live import live_server, slowed
 from tests.front.test_front_page_live import InFlight
 from tests.front_proxy import fronted

@@ -10,10 +10,10 @@ import pytest
 from websockets.sync.client import connect
 
 from kit.live import live_server, slowed
+from kit.serverproc import wait_healthy
 from tests.box.test_box_live import CAP, LONG_REVIEW, boxed
 from tests.front_proxy import fronted
 from tests.test_burst_cli import run_burst
-from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -67,9 +67,5 @@ def test_a_box_death_answers_the_waiting_clients_502_from_the_front() -> None:
         statuses = [r.status_code for r in results if isinstance(r, httpx.Response)]
         assert 502 in statuses and set(statuses) <= {200, 502}
 
-        async def back() -> bool:
-            async with httpx.AsyncClient(verify=False, timeout=30) as client:
-                return (await client.get(f"{front.url}/health")).status_code == 200
-
-        asyncio.run(eventually(back, limit_s=120))
+        wait_healthy(front.url, limit_s=120, verify=False)  # the next incarnation, through the front
         assert box.stats()["memory_deaths"] >= 1

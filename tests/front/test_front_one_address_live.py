@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app.contract import student
-from app.contract.errors import BOX_FULL, FRONT_LIMIT
+from app.errors import BOX_FULL, FRONT_LIMIT
 from kit.live import live_server, slowed
 from tests.front_proxy import fronted
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from app.contract.errors import WebhookRefused
+from app.errors import WebhookRefused
 from app.jobs.ssrf import embedded_ipv4, is_blocked, resolve_target
 
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from app.contract.errors import WebhookRefused
-from app.jobs.memory import MemoryJobStore
+from app.errors import WebhookRefused
+from app.jobs.in_memory import MemoryJobStore
 from app.jobs.models import Job, JobStatus, WebhookState
 from app.jobs.ssrf import ascii_url, resolve_target
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner

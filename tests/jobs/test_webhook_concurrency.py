@@ -8,7 +8,7 @@ delayed another client's webhook by 47 s.
 import asyncio
 import time
 
-from app.jobs.memory import MemoryJobStore
+from app.jobs.in_memory import MemoryJobStore
 from app.jobs.models import WebhookState
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner
 from kit.webhook_receiver import done_job, silent_receiver, webhook_receiver

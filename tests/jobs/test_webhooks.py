@@ -12,7 +12,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from app.jobs.factory import open_store
-from app.jobs.memory import MemoryJobStore
+from app.jobs.in_memory import MemoryJobStore
 from app.jobs.models import Expect, Job, JobStatus, WebhookState
 from app.jobs.ssrf import is_blocked
 from app.jobs.webhooks import WebhookDispatcher, WebhookSigner, payload

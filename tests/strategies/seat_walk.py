@@ -1,7 +1,7 @@
 """② on a fake clock: the seat policy (app/paths/seat_policy.py) run over a discrete-event model of the gate.
 
 The model keeps what the gate's mechanism keeps (seated and in flight, live holds with their grace, told
-times, the door where a returner with a live hold waits, earliest due first) and asks the policy every
+times, the lobby where a returner with a live hold waits, earliest due first) and asks the policy every
 question the gate asks, at the instants the gate would. Clients are the class walk's: pages whose refused
 rows come back after Retry-After plus a jitter with their Seat-Hold (runner.js), and a walk-in page without.
 Deterministic for a seed; no sleeping, no event loop.
@@ -32,7 +32,7 @@ class Hold:
     due: float
     expires: float
     cost_s: float
-    at_door: bool = False
+    in_lobby: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Box:
         self._jitter = random.Random(self.seed)
         self._seated: list[Request] = []
         self._running: tuple[Request, float] | None = None  # and when it ends
-        self._door: list[tuple[float, int, Request]] = []  # (due, order, request)
+        self._lobby: list[tuple[float, int, Request]] = []  # (due, order, request)
         self._holds: dict[int, Hold] = {}
         self._told: list[Returner] = []  # absolute due times
         self._busy_since: float | None = None
@@ -102,7 +102,7 @@ class Box:
             seated_s=tuple(r.cost_s * est for r in self._seated),
             held=held,
             told=told,
-            at_door=len(self._door),
+            in_lobby=len(self._lobby),
             busy_for_s=math.inf if self._busy_since is None else now - self._busy_since,
             per_review_s=self._mean_s * est,
             holds_on=self.grace_s > 0,
@@ -114,12 +114,12 @@ class Box:
     def _arrive(self, request: Request) -> None:
         self._expire()
         hold = self._holds.get(request.hold) if request.hold is not None else None
-        if hold is not None and not hold.at_door:
-            hold.at_door = True
+        if hold is not None and not hold.in_lobby:
+            hold.in_lobby = True
             self._order += 1
-            heapq.heappush(self._door, (hold.due, self._order, request))
-            self.at(hold.expires, lambda: self._leave_door(request))
-            self._seat_from_door()
+            heapq.heappush(self._lobby, (hold.due, self._order, request))
+            self.at(hold.expires, lambda: self._leave_lobby(request))
+            self._seat_from_lobby()
             return
         if admits_walk_in(self.view(), request.cost_s * self.forecast):
             self._sit(request, late_s=0.0)
@@ -141,21 +141,21 @@ class Box:
             back.hold = hold_id
             self.send(self.now + come_back + self._jitter.uniform(0.0, self.jitter_s), back)
 
-    def _leave_door(self, request: Request) -> None:
-        """Its grace window ended at the door: judged as a walk-in (as the gate does)."""
-        waiting = [entry for entry in self._door if entry[2] is request]
+    def _leave_lobby(self, request: Request) -> None:
+        """Its grace window ended in the lobby: judged as a walk-in (as the gate does)."""
+        waiting = [entry for entry in self._lobby if entry[2] is request]
         if not waiting:
             return
-        self._door.remove(waiting[0])
-        heapq.heapify(self._door)
+        self._lobby.remove(waiting[0])
+        heapq.heapify(self._lobby)
         assert request.hold is not None
         del self._holds[request.hold]
         request.hold = None
         self._arrive(request)
 
-    def _seat_from_door(self) -> None:
-        while self._door and 1 + self.seats - self._admitted() > 0:
-            due, _, request = heapq.heappop(self._door)
+    def _seat_from_lobby(self) -> None:
+        while self._lobby and 1 + self.seats - self._admitted() > 0:
+            due, _, request = heapq.heappop(self._lobby)
             assert request.hold is not None
             del self._holds[request.hold]
             self._sit(request, late_s=max(0.0, self.now - due))
@@ -181,10 +181,10 @@ class Box:
     def _finish(self) -> None:
         self._running = None
         self._start_next()
-        self._seat_from_door()
+        self._seat_from_lobby()
 
     def _expire(self) -> None:
-        for hold_id in [i for i, h in self._holds.items() if h.expires <= self.now and not h.at_door]:
+        for hold_id in [i for i, h in self._holds.items() if h.expires <= self.now and not h.in_lobby]:
             del self._holds[hold_id]
             self.no_shows += 1
         self._told = [r for r in self._told if r.due_s > self.now]

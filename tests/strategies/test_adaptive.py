@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
-from app.contract.errors import BoxFull, retry_after_header
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull, retry_after_header
 from app.paths.adaptive import AdaptiveGate
 from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.contract.errors import InferenceFailed
 from app.engine.lane import InferenceLane
+from app.errors import InferenceFailed
 from app.paths.batched import MicroBatcher
 from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer, StreamingScorer

@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from app.contract.errors import BoxFull
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull
 from app.paths.holds import SeatHolds
 from app.paths.limited import SeatGate, Visit
 from app.paths.pipeline import Outcome
@@ -93,12 +93,12 @@ async def test_a_returner_on_time_is_seated_even_when_walk_ins_came_first(
     assert gate.holds.snapshot().results["seated"] == 1
 
 
-async def test_an_early_returner_waits_at_the_door_for_its_seat(gate: SeatGate, scorer: GatedScorer) -> None:
+async def test_an_early_returner_waits_in_the_lobby_for_its_seat(gate: SeatGate, scorer: GatedScorer) -> None:
     first, second = await fill(gate, scorer)
     token = (await refused(gate, "성급한 손님")).headers["Seat-Hold"]
     visit = gate.visit(token)
     returner = asyncio.create_task(gate.run("성급한 손님", visit))
-    await asyncio.sleep(0)  # let it reach the door
+    await asyncio.sleep(0)  # let it reach the lobby
     assert not returner.done() and gate.admitted == 2
     scorer.release(1)  # the one in flight finishes: its seat is the returner's
     await first
@@ -149,7 +149,7 @@ async def test_forged_expired_and_reused_tokens_get_no_seat(gate: SeatGate, scor
     await asyncio.gather(returner, second)
 
 
-async def test_a_returner_leaving_the_door_gives_its_seat_back(gate: SeatGate, scorer: GatedScorer) -> None:
+async def test_a_returner_leaving_the_lobby_gives_its_seat_back(gate: SeatGate, scorer: GatedScorer) -> None:
     seated = await fill(gate, scorer)
     token = (await refused(gate, "떠날 손님")).headers["Seat-Hold"]
     returner = asyncio.create_task(gate.run("떠날 손님", Visit(gate, token)))

@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from app.contract.errors import BoxFull
 from app.engine.lane import InferenceLane
+from app.errors import BoxFull
 from app.paths.holds import SeatHolds
 from app.paths.limited import SeatGate
 from app.paths.pipeline import Outcome
@@ -123,12 +123,12 @@ async def test_copies_of_a_token_seat_once_and_never_take_a_genuine_returners_tu
     genuine = (await refused(gate, "진짜 손님")).headers["Seat-Hold"]
     first_copy = gate.visit(copied)
     bearer = asyncio.create_task(gate.run("복사된 표", first_copy))
-    await eventually(lambda: _true(gate.at_door == 1))
+    await eventually(lambda: _true(gate.in_lobby == 1))
     copies = [await refused(gate, "복사된 표", copied) for _ in range(3)]
     assert {c.headers["Seat-Hold-Result"] for c in copies} == {"used"}  # judged as walk-ins: refused, box full
     visit = gate.visit(genuine)
     returner = asyncio.create_task(gate.run("진짜 손님", visit))
-    await eventually(lambda: _true(gate.at_door == 2))
+    await eventually(lambda: _true(gate.in_lobby == 2))
 
     scorer.release(1)  # a seat frees: the copied token's first bearer is due first
     await eventually(lambda: _true(first_copy.result == "seated"))
@@ -140,7 +140,7 @@ async def test_copies_of_a_token_seat_once_and_never_take_a_genuine_returners_tu
     assert results == {"seated": 2, "forged": 0, "expired": 0, "used": 3}
 
 
-async def test_a_returner_whose_hold_ends_at_the_door_is_counted_expired(
+async def test_a_returner_whose_hold_ends_in_the_lobby_is_counted_expired(
     steady_lane: InferenceLane, scorer: GatedScorer, clock: Clock
 ) -> None:
     gate = gate_of(steady_lane, clock, seats=1)
@@ -148,9 +148,9 @@ async def test_a_returner_whose_hold_ends_at_the_door_is_counted_expired(
     late = (await refused(gate, "기다린 손님")).headers["Seat-Hold"]
     other = (await refused(gate, "다른 손님")).headers["Seat-Hold"]
     waiting = asyncio.create_task(gate.run("기다린 손님", gate.visit(late)))
-    await eventually(lambda: _true(gate.at_door == 1))
+    await eventually(lambda: _true(gate.in_lobby == 1))
     clock.now += 1 + 3 + 0.5  # its grace window ends while it waits (the lane ran far slower than forecast)
-    joined = asyncio.create_task(gate.run("다른 손님", gate.visit(other)))  # the door looks again
+    joined = asyncio.create_task(gate.run("다른 손님", gate.visit(other)))  # the lobby looks again
     with pytest.raises(BoxFull) as caught:
         await waiting
     assert caught.value.headers["Seat-Hold-Result"] == "expired"
@@ -178,8 +178,8 @@ async def test_a_no_shows_seat_goes_to_a_walk_in_and_a_late_returner_goes_first_
     clock.now += 1.0  # within its grace window the returner comes after all: the box is full again
     visit = gate.visit(token)
     late = asyncio.create_task(gate.run("늦을 손님", visit))
-    await eventually(lambda: _true(gate.at_door == 1))
-    assert (await refused(gate, "새 손님")).retry_after_s is not None  # walk-ins wait behind the door
+    await eventually(lambda: _true(gate.in_lobby == 1))
+    assert (await refused(gate, "새 손님")).retry_after_s is not None  # walk-ins wait behind the lobby
     scorer.release(1)  # the next seat that frees is the late returner's
     await eventually(lambda: _true(visit.result == "seated"))
     scorer.open()

@@ -54,13 +54,13 @@ def test_a_walk_in_takes_lane_time_that_would_idle_and_a_returner_then_sits_a_li
     assert not admits_walk_in(long_walk_in, 2.5)
 
 
-def test_the_crowd_that_found_the_box_empty_fills_it_and_returners_at_the_door_go_first() -> None:
+def test_the_crowd_that_found_the_box_empty_fills_it_and_returners_in_the_lobby_go_first() -> None:
     # ② went from empty to busy 0.5 s ago; a hold is due in 0.9 s. To the letter the fifth of the crowd would
     # wait; with the crowd it sits, and the returner sits down 0.1 s late.
     crowd = Seats(capacity=5, lane_ahead_s=1.0, in_flight=1, seated_s=(1.0,) * 3, held=(Returner(0.9, 1.0),))
     assert not admits_walk_in(crowd, 1.0)
     assert admits_walk_in(replace(crowd, busy_for_s=0.5), 1.0)
-    assert not admits_walk_in(replace(crowd, busy_for_s=0.5, at_door=1), 1.0)
+    assert not admits_walk_in(replace(crowd, busy_for_s=0.5, in_lobby=1), 1.0)
     assert admits_walk_in(Seats(capacity=1, lane_ahead_s=0.0, in_flight=0, seated_s=(), held=crowd.held), 3.0)
 
 

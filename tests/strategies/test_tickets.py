@@ -7,7 +7,7 @@ import pytest
 
 from app.engine.cache import ResultCache
 from app.engine.lane import InferenceLane
-from app.jobs.memory import MemoryJobStore
+from app.jobs.in_memory import MemoryJobStore
 from app.lab import build_tickets
 from app.paths.pipeline import Pipeline
 from app.paths.tickets import JobRequest

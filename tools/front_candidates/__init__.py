@@ -8,17 +8,14 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from app.front.nginx import FrontConfig, start_nginx
 from app.front.tls import certificate
-from kit.serverproc import stop_process
+from kit.serverproc import stop_process, wait_healthy
 
 HERE = Path(__file__).parent
 NAMES = ("nginx", "caddy", "haproxy")
@@ -61,13 +58,7 @@ def candidate(name: str, box_url: str, port: int) -> Iterator[tuple[str, Path]]:
     process = start(name, urlsplit(box_url).netloc, port, state)
     url = f"https://localhost:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{url}/health", verify=False, timeout=2)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_healthy(url, limit_s=30, verify=False)  # the box behind it answers: the front is up
         yield url, log_of(name, state)
     finally:
         stop_process(process, limit_s=10)

@@ -95,7 +95,7 @@ def charged_bytes(memory_dir: str | None) -> int | None:
 def memory_now(memory_dir: str | None, cap_bytes: int, rss_bytes: int, stand_in_bytes: int = 0) -> dict[str, Any]:
     """/api/stats' `memory`: the box's memory as the kernel counts it (the cgroup, else this process's RSS),
     in bytes and % of the cap (None without a cap), and that split in two: the stand-in the box holds for
-    the seed's libraries (app/boxed/stand_in.py: resident, written pages) and the lab's own, the rest."""
+    the seed's libraries (app/inside/stand_in.py: resident, written pages) and the lab's own, the rest."""
     charged = charged_bytes(memory_dir)
     used, source = (charged, "cgroup") if charged is not None else (rss_bytes, "rss")
     return {

@@ -4,7 +4,7 @@ At start-up the server times the median sample review on the host's full speed (
 the first guess of a CPU quota on its own cgroup (fraction = host cost / target) or, without a
 cgroup, of CPU burnt after every inference in proportion to the CPU that inference really used.
 Either way N concurrent inferences share one slow CPU and each takes N times longer; a sleep
-would let them wait in parallel. From then on the speed loop (app/boxed/speed.py) keeps the
+would let them wait in parallel. From then on the speed loop (app/inside/speed.py) keeps the
 reviews that really run at the target; a restart starts from the loop's last setting.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.boxed.burn import BurningScorer
-from app.boxed.meter import ReviewMeter
-from app.boxed.speed import Setting, SpeedLoop
 from app.engine.model import Scorer
+from app.inside.burn import BurningScorer
+from app.inside.meter import ReviewMeter
+from app.inside.speed import Setting, SpeedLoop
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 target seconds per review and its memory cap.
 
 The target: the speed loop re-targets at once, its first guess the current fraction scaled by
-old/new target (app/boxed/speed.py `retarget`), with the quota's period and legal minimum of the new target.
+old/new target (app/inside/speed.py `retarget`), with the quota's period and legal minimum of the new target.
 
 The cap: this server writes its own memory cgroup's limit (`memory.limit_in_bytes` / `memory.max`)
 itself, before anything is saved, so the instructor's PUT answers whether the kernel took it (a
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import psutil
 
-from app.boxed.calibrate import MIN_QUOTA_US, period_for
-from app.boxed.cgroup_memory import memory_now, write_memory_limit
-from app.boxed.speed import SpeedLoop
-from app.boxed.state import BoxState
-from app.contract.errors import InvalidKnob
+from app.errors import InvalidKnob
+from app.inside.calibrate import MIN_QUOTA_US, period_for
+from app.inside.cgroup_memory import memory_now, write_memory_limit
+from app.inside.speed import SpeedLoop
 from app.knobs.board import Apply
 from app.memory.guard import MemoryGuard
 from app.paths.registry import BOX_MEMORY_CAP, BOX_TARGET, MIB
+from app.settings import BoxState
 
 # A lowered cap must leave room for a few more sample reviews than run now (a burst of 12 grew the
 # server by ~317 MiB, ~26 MiB a review: docs/box.md), so turning the knob never kills the box by itself.

@@ -1,6 +1,6 @@
 """What reviews really cost on the box as they run: every model call, the lane's and ①'s alike.
 
-The box's speed loop (app/boxed/speed.py) needs the seconds one review takes *alone*. Calls
+The box's speed loop (app/inside/speed.py) needs the seconds one review takes *alone*. Calls
 overlap (① runs twelve at once on one core), so each call also records how many inferences
 were running beside it on average (the integral of the running count over its lifetime):
 a call that shared the core with N others for its whole life took N+1 times its solo cost.
@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from app.boxed.priority import take_back_seat
 from app.engine.model import Ranking, Scorer, Wanted, in_order, score_each
+from app.inside.priority import take_back_seat
 
 WINDOW_S = 60.0
 
@@ -71,7 +71,7 @@ class ReviewMeter:
     def score_each(self, texts: Sequence[str], wanted: Wanted | None = None) -> Iterator[tuple[int, Ranking]]:
         """The inner scorer's stream, measured from its start to its end (a call cut short is a call too).
 
-        The calling thread takes the back seat first (app/boxed/priority.py): the door runs before inferences.
+        The calling thread takes the back seat first (app/inside/priority.py): the door runs before inferences.
         """
         take_back_seat()
         with self._lock:

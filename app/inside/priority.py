@@ -1,6 +1,6 @@
 """Inference takes the back seat on the box's one CPU: the event loop (the door) runs first whenever it has work.
 
-The whole server shares the box's one slow CPU (its CPU quota, app/boxed/calibrate.py). The
+The whole server shares the box's one slow CPU (its CPU quota, app/inside/calibrate.py). The
 kernel shares it among runnable threads by weight, so a door that answers a refusal or
 /health got 1/(N+1) of it beside N running inferences: 144 refusals at once took seconds
 (docs/reliability.md). Each thread that runs an inference is lowered once, for good, to

@@ -6,7 +6,7 @@ cgroup it is the CPU quota (quota = fraction x period); without one the box burn
 about its host cost divided by `fraction`, so when reviews measure `r` times the target the
 next fraction is `fraction x r^0.5` (half the error per step, against the host's noise; bounded).
 Start-up calibration is only the first guess; the loop keeps measuring the reviews that really
-run (app/boxed/meter.py) and, when nothing ran for a while, times one median review itself so an
+run (app/inside/meter.py) and, when nothing ran for a while, times one median review itself so an
 idle box is ready.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.boxed.meter import ReviewMeter, Sample, median_solo_s
 from app.engine.cost import LengthCost
+from app.inside.meter import ReviewMeter, Sample, median_solo_s
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class SpeedLoop:
         self._clock = clock
         self.first_guess = first_guess
         self.changed_at = clock()
-        self.targeted_at: float | None = None  # when the instructor last set a new target (app/boxed/knobs.py)
+        self.targeted_at: float | None = None  # when the instructor last set a new target (app/knobs/box.py)
         self.adjustments = 0
         self.last_measured_s: float | None = None  # the median the last judgement saw
         self._lock = threading.Lock()  # a tick and a new target never interleave

@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.boxed.calibrate import slow_to_target, write_quota
-from app.boxed.speed import SpeedLoop
-from app.boxed.state import BoxState
-from app.engine.callshape import CACHE_NAME, host_key, settle_call_shape
+from app.engine.callshape_cache import CACHE_NAME, host_key, settle_call_shape
 from app.engine.clock import ServiceClock
 from app.engine.model import RerankerModel, Scorer, load_topics
-from app.settings import Settings
+from app.inside.calibrate import slow_to_target, write_quota
+from app.inside.speed import SpeedLoop
+from app.settings import BoxState, Settings
 
 log = logging.getLogger(__name__)
 

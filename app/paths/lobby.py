@@ -1,9 +1,9 @@
-"""Path 2's door: returners whose seat is not free yet wait here, the earliest-due first, until one frees.
+"""Path 2's lobby: returners whose seat is not free yet wait here, the earliest-due first, until one frees.
 
 Every change (a seat freed, the seats retuned, someone joined or left the line) wakes them all, and each
 looks again at its own place in line and its hold: the first `free` of them may sit down. So a wake-up is
 never lost to a returner who has left, and no one can take another's turn (walk-ins wait outside while
-anyone stands here: the gate asks `bool(door)`).
+anyone stands here: the gate asks `bool(lobby)`).
 """
 
 import asyncio
@@ -22,7 +22,7 @@ class _Returner:
         self.key = (self.due, self.order)
 
 
-class Door:
+class Lobby:
     """Owns the line of returners and the one future they wait on; the gate calls `changed()`."""
 
     def __init__(self) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from app.boxed.stand_in import measured_figure
-from app.boxed.state import BoxState
+from app.inside.stand_in import measured_figure
+from app.settings import BoxState
 
 _STARTED = time.monotonic()  # this server's start: the incarnation's uptime
 
