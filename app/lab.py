@@ -1,11 +1,12 @@
 """Builds the lab's long-lived parts in order and tears them down in reverse."""
 
 import asyncio
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from app.engine.cache import CacheSnapshot, ResultCache
 from app.engine.lane import InferenceLane, LaneSnapshot
@@ -14,51 +15,32 @@ from app.inside.speed import SpeedLoop, cost_relative_to
 from app.inside.stand_in import HeldMemory
 from app.jobs.factory import open_store
 from app.jobs.store import JobStore
-from app.jobs.webhooks import WebhookDispatcher, open_webhooks
+from app.jobs.webhooks import open_webhooks
 from app.knobs.board import KnobBoard, KnobsSnapshot
 from app.knobs.table import knob_board
 from app.memory.give_back import GiveBack, malloc_trim
 from app.memory.guard import open_memory_guard
-from app.paths.adaptive import AdaptiveGate
-from app.paths.batch import BatcherSnapshot
-from app.paths.batched import MicroBatcher
-from app.paths.holds import HoldsSnapshot, SeatHolds
-from app.paths.limited import SeatGate
-from app.paths.naive import NaiveRunner
+from app.paths.parts import Drains, InfersBeside, Lives, Parts, Starts, Stops
 from app.paths.pipeline import Pipeline, PipelineSnapshot
-from app.paths.registry import LabPath, Load, PathSpec
-from app.paths.ticket_config import ticket_configs
-from app.paths.ticket_follow import TicketFollower
-from app.paths.ticket_state import LocalRun, Signals
-from app.paths.ticket_worker import TicketWorker
-from app.paths.tickets import TicketService
+from app.paths.registry import PATHS, LabPath, Load, PathSpec
 from app.scorer import calibrate_length, load_scorer, warmup_text
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
+Owner = TypeVar("Owner")
 
 
 @dataclass(frozen=True, slots=True)
 class LabSnapshot:
-    """Every owner's state at one moment (the store's counts are read apart: they are async)."""
+    """Every shared part's state and every path's load at one moment (the store's counts are read apart: they
+    are async; a path's own numbers beyond its load are read from its owner)."""
 
     lane: LaneSnapshot
     paths: tuple[PathSpec, ...]  # display order
     loads: dict[str, Load]  # by path name
-    batched: BatcherSnapshot  # ③'s batch sizes and close reasons, for its own metrics
     cache: CacheSnapshot
     pipeline: PipelineSnapshot
-    holds: HoldsSnapshot  # ②'s held seats, for their own metrics
     knobs: KnobsSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class Tickets:
-    """Path 4's three roles, sharing one store, one change signal and this box's running job."""
-
-    service: TicketService
-    worker: TicketWorker
-    follower: TicketFollower
 
 
 @dataclass(slots=True)
@@ -68,25 +50,27 @@ class Lab:
     lane: InferenceLane
     cache: ResultCache
     pipeline: Pipeline
-    naive: NaiveRunner
-    limited: SeatGate
-    batcher: MicroBatcher
-    tickets: TicketService
-    adaptive: AdaptiveGate
-    worker: TicketWorker
-    follower: TicketFollower
     store: JobStore
-    paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
+    paths: dict[str, LabPath]  # by name, in display order: each built by its module's `build(parts)`
     knobs: KnobBoard
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     stand_in_bytes: int = 0  # held for the seed's libraries (app/inside/stand_in.py), within the memory shown
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
+    def path(self, name: str, kind: type[Owner]) -> Owner:
+        """The owner of the path called `name`, as the type its route uses (a route knows its own path)."""
+        owner = self.paths[name]
+        if not isinstance(owner, kind):
+            raise TypeError(f"path {name!r} is a {type(owner).__name__}, not a {kind.__name__}")
+        return owner
+
     def drain(self) -> None:
         """SIGTERM (app/serve.py): claim no more tickets and end every event stream now, so the
         server's wait for open connections is only for answers already due (seated ②, batches)."""
         self.draining.set()
-        self.worker.drain()
+        for owner in self.paths.values():
+            if isinstance(owner, Drains):
+                owner.drain()
 
     def speed_now(self) -> dict[str, Any] | None:
         """The box's speed loop's one live value (None outside the box)."""
@@ -94,59 +78,48 @@ class Lab:
 
     @property
     def healthy(self) -> bool:
-        return self.lane.alive and self.worker.alive and self.batcher.alive
+        return self.lane.alive and all(owner.alive for owner in self.paths.values() if isinstance(owner, Lives))
+
+    @property
+    def specs(self) -> tuple[PathSpec, ...]:
+        """What its paths are, in display order: what the page, the knobs and the metrics list."""
+        return tuple(p.spec for p in self.paths.values())
 
     @property
     def routes(self) -> dict[str, str]:
         """Submitting route → path name, for LabMiddleware's count of answers."""
-        return {p.spec.route: p.spec.name for p in self.paths}
+        return {p.route: p.name for p in self.specs}
 
     def snapshot(self) -> LabSnapshot:
         return LabSnapshot(
             lane=self.lane.snapshot(),
-            paths=tuple(p.spec for p in self.paths),
-            loads={p.spec.name: p.load() for p in self.paths},
-            batched=self.batcher.snapshot(),
+            paths=self.specs,
+            loads={name: p.load() for name, p in self.paths.items()},
             cache=self.cache.snapshot(),
             pipeline=self.pipeline.snapshot(),
-            holds=self.limited.holds.snapshot(),
             knobs=self.knobs.snapshot(),
         )
 
 
-def lab_paths(
-    naive: NaiveRunner, limited: SeatGate, batched: MicroBatcher, tickets: TicketService, adaptive: AdaptiveGate
-) -> tuple[LabPath, ...]:
-    """The lab's paths in display order (app/paths/registry.py's order; a test holds the two together)."""
-    return (naive, limited, batched, tickets, adaptive)
-
-
-def build_tickets(
-    settings: Settings,
-    store: JobStore,
-    lane: InferenceLane,
-    pipeline: Pipeline,
-    webhooks: WebhookDispatcher | None = None,
-) -> Tickets:
-    """The one place Settings become the ticket roles' small configs."""
-    service_cfg, worker_cfg, follow_cfg = ticket_configs(settings)
-    signals, local = Signals(store, follow_cfg.poll_s), LocalRun()
-    lane.room.on_change(signals.watch.notify)  # ② and ③ move tickets' ETAs: followers look again
-    service = TicketService(store, lane.room, pipeline, service_cfg, signals, local)
-    worker = TicketWorker(store, lane, pipeline, worker_cfg, signals, local, webhooks)
-    return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))
+def build_path(spec: PathSpec, parts: Parts) -> LabPath:
+    """The path `spec` describes, made by its module's `build(parts)` (the registry names the module)."""
+    owner: LabPath = importlib.import_module(spec.builder).build(parts)
+    if owner.spec != spec:
+        raise TypeError(f"{spec.builder}.build made {owner.spec.name!r}, not {spec.name!r}")
+    return owner
 
 
 @asynccontextmanager
-async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
-    """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
+async def open_lab(
+    settings: Settings, scorer: Scorer | None = None, specs: tuple[PathSpec, ...] = PATHS
+) -> AsyncIterator[Lab]:
+    """Model, lane (warmed up, so the service clock starts from a measurement), then the paths `specs` name."""
     fake = {"name": type(scorer).__name__, "weights": "fake"}
     scorer, manifest, speed = load_scorer(settings) if scorer is None else (scorer, fake, None)
     store = await open_store(settings.job_store)
     lane = InferenceLane(scorer)
     lane.start()
-    tickets: Tickets | None = None
-    batcher: MicroBatcher | None = None
+    paths: dict[str, LabPath] = {}
     held: HeldMemory | None = None
     give_back: GiveBack | None = None
     try:
@@ -158,27 +131,21 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         guard = await open_memory_guard(settings, scorer, warmup_text(settings))
         cache = ResultCache(settings.cache_size, settings.cache_ttl_s)
         pipeline = Pipeline(cache)
-        tickets = build_tickets(settings, store, lane, pipeline, open_webhooks(settings, store, manifest))
-        tickets.worker.start()
-        naive = NaiveRunner(scorer, guard)
         if settings.memory_trim:  # once a crowd is over, on any path: what it grew goes back to the kernel
 
             def busy() -> bool:
-                return pipeline.running > 0 or lane.busy or lane.pending_reviews > 0 or naive.in_flight > 0
+                beside = any(p.inferring for p in paths.values() if isinstance(p, InfersBeside))
+                return pipeline.running > 0 or lane.busy or lane.pending_reviews > 0 or beside
 
             give_back = GiveBack(malloc_trim, busy)
             pipeline.on_leave = give_back.ended
-        holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_reviews=settings.limited_hold_horizon_reviews)
-        limited = SeatGate(lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)
-        batcher = MicroBatcher(
-            lane, window_s=settings.batch_window_s, max_size=settings.batch_max, max_wait_s=settings.batch_max_wait_s
-        )
-        batcher.start()
-        adaptive = AdaptiveGate(
-            lane, target_reviews=settings.adaptive_target_reviews, interval_reviews=settings.adaptive_interval_reviews
-        )
-        paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
-        knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
+        parts = Parts(settings, scorer, lane, pipeline, store, guard, open_webhooks(settings, store, manifest))
+        for spec in specs:
+            paths[spec.name] = build_path(spec, parts)
+        for owner in paths.values():
+            if isinstance(owner, Starts):
+                owner.start()
+        knobs = knob_board(settings, tuple(paths.values()), settings.knobs_file, speed, guard)
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
         # Held from here on, once start-up's own peak (model, warm-up) and the heap it freed are gone: an
@@ -192,13 +159,6 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             lane=lane,
             cache=cache,
             pipeline=pipeline,
-            naive=naive,
-            limited=limited,
-            batcher=batcher,
-            tickets=tickets.service,
-            adaptive=adaptive,
-            worker=tickets.worker,
-            follower=tickets.follower,
             store=store,
             paths=paths,
             knobs=knobs,
@@ -208,12 +168,11 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     finally:  # in reverse order of starting
         if give_back is not None:
             give_back.close()
-        if batcher is not None:
-            await batcher.stop()
+        for owner in reversed(paths.values()):
+            if isinstance(owner, Stops):
+                await owner.stop()
         if speed is not None:
             speed.stop()
-        if tickets is not None:
-            await tickets.worker.stop()
         lane.stop()
         await store.close()
         if held is not None:

@@ -16,16 +16,19 @@ from app.engine.model import Scorer
 from app.inside.report import BoxCollector
 from app.lab import Lab, open_lab
 from app.observe.collector import lab_registry
+from app.paths.registry import PATHS, PathSpec
 from app.settings import Settings, get_settings
 
 
-def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -> FastAPI:
-    """Tests pass their own settings and a fake scorer; the server uses the environment."""
+def create_app(
+    settings: Settings | None = None, scorer: Scorer | None = None, specs: tuple[PathSpec, ...] = PATHS
+) -> FastAPI:
+    """Tests pass their own settings and a fake scorer (and may add a path); the server uses the environment."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_lab(settings, scorer) as lab:
+        async with open_lab(settings, scorer, specs) as lab:
             app.state.lab = lab
             yield
             del app.state.lab
@@ -75,6 +78,7 @@ def create_app(settings: Settings | None = None, scorer: Scorer | None = None) -
     app.add_middleware(Forwarded, trusted=settings.trusted_proxy)  # outermost: every part sees what the class typed
     install_error_handlers(app)
     app.include_router(predict.router)
+    app.include_router(predict.plain_routes(specs, predict.declared_routes()))
     app.include_router(tickets.router)
     app.include_router(info.router)
     app.include_router(knobs.router)

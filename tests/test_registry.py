@@ -1,4 +1,8 @@
-"""The path registry: every path describes itself once, and a fifth path shows up wherever the four do."""
+"""The path registry: every path describes itself once, and a sixth path shows up wherever the five do.
+
+The sixth is built as a new path would be: its module's `build(parts)` (here, this module's), one `PathSpec`
+naming that module, and its knob's setting; the lab, the routes and the page are the real ones (the test's only
+hand is to pass the registry with the sixth to `create_app`, as PATHS would hold it)."""
 
 import dataclasses
 import json
@@ -8,16 +12,16 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
-from fastapi import Request, Response
+from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.api.deps import ReviewText
 from app.api.page import STATIC_DIR, TEMPLATES_DIR
-from app.api.predict import serve
-from app.contract.schema import PredictionOut, limits
-from app.knobs.table import path_appliers
+from app.contract.schema import limits
 from app.lab import Lab
 from app.main import create_app
+from app.paths.adaptive import AdaptiveGate
+from app.paths.batched import MicroBatcher
+from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import (
     BOX_KNOBS,
@@ -47,7 +51,14 @@ EXTRA = PathSpec(
     (200, 429),
     ("stack_full",),
     (Knob("lifo_depth", 1, 64, "reviews", 1, "쌓는 깊이 (개)", "lifo_depth", retune="depth"),),
+    module=__name__,  # its `build` below
 )
+
+
+class LifoSettings(Settings):
+    """The sixth path's knob as a new path adds it: a `Settings` field with its default."""
+
+    lifo_depth: int = 8
 
 
 class LastInFirstOut:
@@ -70,6 +81,19 @@ class LastInFirstOut:
 
     def retune(self, *, depth: int) -> None:
         self.depths.append(depth)
+
+
+def build(parts: Parts) -> LastInFirstOut:
+    """The sixth path from the lab's parts, as app/lab.py calls each registered path's module."""
+    assert isinstance(parts.settings, LifoSettings)
+    path = LastInFirstOut()
+    path.depths.append(parts.settings.lifo_depth)
+    return path
+
+
+def sixth_app() -> FastAPI:
+    """The real app over the registry plus the sixth (no route declared for it, no lab field swapped)."""
+    return create_app(LifoSettings(warmup=False, job_store="memory://"), GatedScorer(gated=False), (*PATHS, EXTRA))
 
 
 def test_paths_are_numbered_in_display_order_with_distinct_names_and_routes() -> None:
@@ -128,23 +152,19 @@ async def test_the_running_lab_has_the_registered_paths_in_order() -> None:
     app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
     async with LifespanManager(app):
         lab: Lab = app.state.lab
-        assert tuple(p.spec for p in lab.paths) == PATHS
+        assert lab.specs == PATHS and list(lab.paths) == [p.name for p in PATHS]
         assert lab.routes == routes()
 
 
 @pytest.fixture
 async def fifth() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
-    """A lab whose paths are the four plus a fifth, with the fifth's route declared like the others."""
-    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
-    path = LastInFirstOut()
-
-    @app.post(EXTRA.route, response_model=PredictionOut)
-    async def predict_lifo(text: ReviewText, request: Request, response: Response) -> PredictionOut:
-        return await serve(path, text, request, response)
-
+    """A lab built with the sixth path registered: the lab built it, and its route is the app's own."""
+    app = sixth_app()
     async with LifespanManager(app) as manager:
         lab: Lab = app.state.lab
-        app.state.lab = dataclasses.replace(lab, paths=(*lab.paths, path))
+        path = lab.path(EXTRA.name, LastInFirstOut)
+        assert path.depths == [8]  # built from the lab's parts: its setting's default
+        path.depths.clear()
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://lab") as client:
             yield client, path
@@ -184,7 +204,8 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
     documented = (await client.get("/api/openapi.json")).json()["paths"]
-    assert "post" in documented[EXTRA.route]  # its route, declared like the others, is in the API's documentation
+    assert documented[EXTRA.route]["post"]["summary"] == "⑥ lifo: 나중에 온 것 먼저"  # its route, from its spec
+    assert set(documented[EXTRA.route]["post"]["responses"]) >= {"200", "422", "429"}
 
 
 async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
@@ -303,24 +324,25 @@ def test_the_metrics_tour_fires_a_burst_at_a_path_it_does_not_size() -> None:
     assert all(burst_size(p.name) >= 3 for p in PATHS)
 
 
-async def test_each_paths_knobs_are_handed_to_its_own_owner_a_fifth_paths_too(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_each_paths_knobs_are_handed_to_its_own_owner_a_sixth_paths_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The board's table is built from the registry: every knob naming a `retune` keyword is turned on its path's
     owner (whole numbers where the knob says so), with no per-knob entry written anywhere else."""
-    app = create_app(Settings(warmup=False, job_store="memory://"), GatedScorer(gated=False))
+    app = sixth_app()
     async with LifespanManager(app):
         lab: Lab = app.state.lab
-        turnable = {knob.setting for path in PATHS for knob in path.knobs if knob.retune}
+        turnable = {knob.setting for path in (*PATHS, EXTRA) for knob in path.knobs if knob.retune}
         assert set(lab.knobs.specs) - {knob.setting for knob in BOX_KNOBS} == turnable
         assert "naive_memory_guard" not in lab.knobs.specs  # measured at start-up: not turnable live
         retuned: list[dict[str, float]] = []
-        monkeypatch.setattr(lab.batcher, "retune", lambda **change: retuned.append(change))
+        monkeypatch.setattr(lab.path("batched", MicroBatcher), "retune", lambda **change: retuned.append(change))
         lab.knobs.turn("batch_max", 5.0)
         lab.knobs.turn("batch_window_s", 0.05)
         assert retuned == [{"max_size": 5}, {"window_s": 0.05}] and isinstance(retuned[0]["max_size"], int)
-        before = lab.adaptive.target_s
+        adaptive = lab.path("adaptive", AdaptiveGate)
+        before = adaptive.target_s
         lab.knobs.turn("adaptive_target_reviews", 3.0)  # from 1.5: a fraction-taking knob, passed as it is
-        assert lab.adaptive.target_s == pytest.approx(2 * before)
-        extra = LastInFirstOut()
-        appliers = path_appliers((*lab.paths, extra))
-        appliers["lifo_depth"](7.0)
+        assert adaptive.target_s == pytest.approx(2 * before)
+        extra = lab.path(EXTRA.name, LastInFirstOut)
+        extra.depths.clear()
+        lab.knobs.turn("lifo_depth", 7.0)  # the lab's own board, as the instructor's page turns it
         assert extra.depths == [7] and isinstance(extra.depths[0], int)

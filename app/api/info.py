@@ -13,6 +13,9 @@ from app.errors import STORE_UNAVAILABLE, UNHEALTHY, error_body
 from app.inside import report
 from app.inside.cgroup_memory import memory_now
 from app.lab import Lab, LabSnapshot
+from app.paths.holds import HoldsSnapshot
+from app.paths.limited import SeatGate
+from app.paths.ticket_roles import Tickets
 from app.paths.tickets import TicketsSnapshot
 from app.settings import BoxState
 
@@ -23,6 +26,7 @@ _process = psutil.Process()
 def stats_body(
     snap: LabSnapshot,
     tickets: TicketsSnapshot,
+    holds: HoldsSnapshot,
     box: BoxState | None = None,
     speed: dict[str, Any] | None = None,
     stand_in_bytes: int = 0,
@@ -57,7 +61,7 @@ def stats_body(
         "store": {"problem": tickets.store_problem},
         "rejections": {p.name: loads[p.name].refusals for p in snap.paths},
         # ②'s held seats: tokens issued, holds that expired unclaimed, what presented tokens got.
-        "holds": {"issued": snap.holds.issued, "no_shows": snap.holds.no_shows, **snap.holds.results},
+        "holds": {"issued": holds.issued, "no_shows": holds.no_shows, **holds.results},
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": rss},
         # Outside the box nothing caps the server: RSS, no percentage.
@@ -80,8 +84,9 @@ async def stats(request: Request) -> dict[str, Any]:
 
 async def lab_stats(lab: Lab) -> dict[str, Any]:
     """What GET /api/stats and its WebSocket answer, from one set of snapshots."""
-    tickets = await lab.tickets.snapshot()  # first: ④'s load is the store's counts as last read
-    return stats_body(lab.snapshot(), tickets, lab.settings.box_state, lab.speed_now(), lab.stand_in_bytes)
+    tickets = await lab.path("tickets", Tickets).service.snapshot()  # first: ④'s load is the store's counts as read
+    holds = lab.path("limited", SeatGate).holds.snapshot()
+    return stats_body(lab.snapshot(), tickets, holds, lab.settings.box_state, lab.speed_now(), lab.stand_in_bytes)
 
 
 @router.get("/api/model", summary="Which model is served, and how fast it measured")

@@ -29,7 +29,7 @@ class KnobIn(BaseModel):
 def knobs_body(lab: Lab) -> dict[str, Any]:
     """The turnable knobs, each with its Korean name from the registry (the instructor's page shows it)."""
     board = lab.knobs
-    names = knob_names(tuple(path.spec for path in lab.paths))
+    names = knob_names(lab.specs)
     snap = board.snapshot()
     knobs = [
         {

@@ -124,7 +124,7 @@ async def burst_page(request: Request) -> HTMLResponse:
     """The page draws everything else from the API, so it only needs the box's own address."""
     base_url = str(request.base_url).rstrip("/")
     settings = request.app.state.settings
-    specs = [path.spec for path in get_lab(request).paths]
+    specs = get_lab(request).specs
     context = {
         "base_url": base_url,
         "limits": limits(settings),
@@ -150,7 +150,7 @@ async def instructor_page(request: Request, token: str | None = None) -> HTMLRes
 async def paths(request: Request) -> list[PagePath]:
     """burst.py learns a path beyond the handout here, so a new path needs no edit to the students' script."""
     lab = get_lab(request)
-    return page_paths([path.spec for path in lab.paths], lab.settings)
+    return page_paths(lab.specs, lab.settings)
 
 
 @router.get("/api/samples", summary="The sample reviews the burst page and burst.py fire")

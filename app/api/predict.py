@@ -1,10 +1,12 @@
 """Paths 1-3: the same review, scored three ways, through one `serve`."""
 
 import time
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response
+from fastapi.routing import APIRoute
 
 from app.api.deps import ReviewText, arrived_at, get_lab
 from app.contract.openapi import INPUT_ERRORS, answer, answers
@@ -12,7 +14,12 @@ from app.contract.responses import prediction_body, prediction_headers
 from app.contract.schema import PredictionOut
 from app.door.disconnect import unless_client_leaves
 from app.errors import ClientGone
+from app.paths.adaptive import AdaptiveGate
+from app.paths.batched import MicroBatcher
+from app.paths.limited import SeatGate
+from app.paths.naive import NaiveRunner
 from app.paths.pipeline import DirectPath, Outcome
+from app.paths.registry import PathSpec
 
 router = APIRouter(prefix="/api", tags=["predict"])
 PREDICTION_HEADERS = ("Server-Timing", "X-Cache")
@@ -57,7 +64,7 @@ async def serve(path: DirectPath, text: str, request: Request, response: Respons
 )
 async def predict_naive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
     """Runs its own inference immediately on a server thread, beside every other request."""
-    return await serve(get_lab(request).naive, text, request, response)
+    return await serve(get_lab(request).path("naive", NaiveRunner), text, request, response)
 
 
 @router.post(
@@ -88,7 +95,7 @@ async def predict_limited(
 ) -> PredictionOut:
     """One inference at a time plus {seats} waiting seats; the rest get 429 at once, with a held seat
     (`Seat-Hold`) for when they come back. `Seat-Hold-Result` says what a presented token got."""
-    visit = get_lab(request).limited.visit(seat_hold)
+    visit = get_lab(request).path("limited", SeatGate).visit(seat_hold)
     try:
         body = await serve(visit, text, request, response)
     finally:
@@ -111,7 +118,7 @@ async def predict_limited(
 )
 async def predict_batched(text: ReviewText, request: Request, response: Response) -> PredictionOut:
     """Gathered with others for up to {window_ms} ms (up to {batch_max}) and inferred as one batch."""
-    return await serve(get_lab(request).batcher, text, request, response)
+    return await serve(get_lab(request).path("batched", MicroBatcher), text, request, response)
 
 
 @router.post(
@@ -129,4 +136,43 @@ async def predict_adaptive(text: ReviewText, request: Request, response: Respons
     """Refused at once when it could not start within {adaptive_interval_reviews} reviews' time (while the queue
     drains) or be answered within {adaptive_target_reviews} and one more (once it stands, CoDel-style), or when
     admitting it would make an earlier waiter late; newest first while it stands, never at an older one's cost."""
-    return await serve(get_lab(request).adaptive, text, request, response)
+    return await serve(get_lab(request).path("adaptive", AdaptiveGate), text, request, response)
+
+
+def declared_routes() -> set[str]:
+    """The routes written out above."""
+    return {route.path for route in router.routes if isinstance(route, APIRoute)}
+
+
+def plain_routes(specs: Sequence[PathSpec], declared: Collection[str]) -> APIRouter:
+    """The route of each direct path with nothing to say beyond "score this review" and no route declared above:
+    the registry's own words document it, and it serves through `serve` like the routes above. A path whose
+    answer carries more (a header, a ticket) declares its route by hand."""
+    plain = APIRouter(tags=["predict"])
+    for spec in specs:
+        if spec.answer == "direct" and spec.route not in declared:
+            refused = [answer(s, "Refused; see Retry-After", "Retry-After") for s in spec.statuses if s >= 400]
+            plain.add_api_route(
+                spec.route,
+                plain_endpoint(spec.name),
+                methods=["POST"],
+                response_model=PredictionOut,
+                responses=answers(
+                    answer(200, "Scored", *PREDICTION_HEADERS),
+                    INPUT_ERRORS,
+                    *refused,
+                ),
+                summary=f"{spec.label}: {spec.blurb}",
+                name=f"predict_{spec.name}",
+            )
+    return plain
+
+
+def plain_endpoint(name: str) -> Callable[[str, Request, Response], Awaitable[PredictionOut]]:
+    async def predict(text: ReviewText, request: Request, response: Response) -> PredictionOut:
+        path = get_lab(request).paths[name]
+        if not isinstance(path, DirectPath):
+            raise TypeError(f"path {name!r} has no `run`: declare its route by hand")
+        return await serve(path, text, request, response)
+
+    return predict

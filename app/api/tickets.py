@@ -20,6 +20,7 @@ from app.door.drain import until_set
 from app.errors import JOB_NOT_FOUND, SHUTTING_DOWN, InvalidJob, TooManyConnections, error_body
 from app.jobs.models import JobStatus
 from app.paths.ticket_follow import JobMissing
+from app.paths.ticket_roles import Tickets
 from app.paths.tickets import JobRequest, Ticket
 
 router = APIRouter(prefix="/api/queue", tags=["tickets"])
@@ -44,6 +45,10 @@ async def job_request(
     if idempotency_key is not None and not idempotency_key.strip():  # else one key shared by every client
         raise InvalidJob("`Idempotency-Key` is empty; send a unique key (e.g. a UUID) or leave the header out.")
     return JobRequest(text, job.webhook_url, job.max_time_in_queue_s, idempotency_key)
+
+
+def tickets_of(request: Request) -> Tickets:
+    return get_lab(request).path("tickets", Tickets)
 
 
 def eta_ms_up(seconds: float) -> float:
@@ -160,7 +165,7 @@ async def submit_job(job: Annotated[JobRequest, Depends(job_request)], request: 
 
     The same `Idempotency-Key` with the same body returns the same ticket.
     """
-    return answered(await get_lab(request).tickets.submit(job), response)
+    return answered(await tickets_of(request).service.submit(job), response)
 
 
 @router.get(
@@ -171,7 +176,7 @@ async def submit_job(job: Annotated[JobRequest, Depends(job_request)], request: 
 )
 async def get_job(job_id: str, request: Request, response: Response) -> JobOut:
     """queued (with position and ETA), running, done (with the topics), failed, expired or canceled."""
-    return answered(await get_lab(request).tickets.status(job_id), response)
+    return answered(await tickets_of(request).service.status(job_id), response)
 
 
 @router.delete(
@@ -184,7 +189,7 @@ async def get_job(job_id: str, request: Request, response: Response) -> JobOut:
 )
 async def cancel_job(job_id: str, request: Request, response: Response) -> JobOut:
     """A queued job never reaches the model; a running one is marked canceled and its result discarded."""
-    return answered(await get_lab(request).tickets.cancel(job_id), response)
+    return answered(await tickets_of(request).service.cancel(job_id), response)
 
 
 @router.get(
@@ -197,8 +202,9 @@ async def cancel_job(job_id: str, request: Request, response: Response) -> JobOu
 async def job_events(job_id: str, request: Request) -> StreamingResponse:
     """`event: status` with the same JSON as GET on every change; the stream ends after a terminal state."""
     lab = get_lab(request)
-    await lab.tickets.status(job_id)  # an unknown job is a plain 404, not an empty stream
-    return sse_response(lab.follower.follow(job_id), lab.draining, live_seat(request))
+    tickets = lab.path("tickets", Tickets)
+    await tickets.service.status(job_id)  # an unknown job is a plain 404, not an empty stream
+    return sse_response(tickets.follower.follow(job_id), lab.draining, live_seat(request))
 
 
 @router.get(
@@ -226,7 +232,7 @@ async def jobs_events(
     lab = get_lab(request)
     seat = live_seat(request)
     try:
-        items = await lab.follower.follow_many(job_id)
+        items = await lab.path("tickets", Tickets).follower.follow_many(job_id)
     except BaseException:
         seat.release()
         raise

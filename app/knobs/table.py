@@ -52,8 +52,9 @@ def knob_board(
     appliers = path_appliers(paths)
     box, absent = box_appliers(settings.box_state, speed, guard)
     appliers |= box
-    knobs: list[Knob] = [knob for knob in every_knob().values() if knob.setting in appliers]
+    declared = every_knob(tuple(path.spec for path in paths))
+    knobs: list[Knob] = [knob for knob in declared.values() if knob.setting in appliers]
     table = {knob.setting: (knob, appliers[knob.setting]) for knob in knobs}
     board = KnobBoard(settings, dict(table), file, instructor_token(settings.instructor_token_file), absent)
-    board.restore(every_knob())
+    board.restore(declared)
     return board

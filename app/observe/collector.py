@@ -15,8 +15,11 @@ from app.engine.tally import TallySnapshot
 from app.jobs.store import empty_counts
 from app.lab import Lab, LabSnapshot
 from app.observe.metrics import HELP, RequestTally
-from app.paths.batch import BATCH_CLOSE_REASONS
-from app.paths.holds import HOLD_RESULTS
+from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot
+from app.paths.batched import MicroBatcher
+from app.paths.holds import HOLD_RESULTS, HoldsSnapshot
+from app.paths.limited import SeatGate
+from app.paths.ticket_roles import Tickets
 from app.paths.tickets import TicketsSnapshot
 
 
@@ -46,7 +49,7 @@ class LabCollector(Collector):
     async def refresh(self) -> None:
         lab = self._lab()
         if lab is not None:
-            self._tickets = await lab.tickets.snapshot()
+            self._tickets = await lab.path("tickets", Tickets).service.snapshot()
 
     def collect(self) -> Iterable[Metric]:
         lab = self._lab()
@@ -55,11 +58,14 @@ class LabCollector(Collector):
         born = {(p.name, str(s)): 0 for p in snap.paths for s in p.statuses} if snap is not None else {}
         requests = CounterMetricFamily("review_requests", HELP["review_requests"], labels=["path", "status"])
         yield labelled(requests, sorted((born | answered).items()))
-        if snap is not None:
-            yield from self.families(snap, self._tickets)
+        if lab is not None and snap is not None:  # with ②'s held seats and ③'s batches, read from their owners
+            batched = lab.path("batched", MicroBatcher).snapshot()
+            yield from self.families(snap, self._tickets, batched, lab.path("limited", SeatGate).holds.snapshot())
 
     @staticmethod
-    def families(snap: LabSnapshot, tickets: TicketsSnapshot) -> Iterable[Metric]:
+    def families(
+        snap: LabSnapshot, tickets: TicketsSnapshot, batched: BatcherSnapshot, holds: HoldsSnapshot
+    ) -> Iterable[Metric]:
         names = [p.name for p in snap.paths]
         loads = snap.loads
         yield labelled(
@@ -86,7 +92,6 @@ class LabCollector(Collector):
             GaugeMetricFamily("review_knob_value", HELP["review_knob_value"], labels=["knob"]),
             (((k,), v) for k, v in snap.knobs.values.items()),
         )
-        holds = snap.holds
         yield GaugeMetricFamily("review_seat_holds", HELP["review_seat_holds"], value=holds.live)
         yield CounterMetricFamily("review_seat_holds_issued", HELP["review_seat_holds_issued"], value=holds.issued)
         yield CounterMetricFamily("review_seat_hold_no_shows", HELP["review_seat_hold_no_shows"], value=holds.no_shows)
@@ -97,10 +102,10 @@ class LabCollector(Collector):
         pipeline = snap.pipeline
         yield histogram("review_wait_seconds", ["path"], {(p,): pipeline.wait(p) for p in names})
         yield histogram("review_inference_seconds", ["path"], {(p,): pipeline.inference(p) for p in names})
-        yield histogram("review_batch_size", [], {(): snap.batched.sizes})
+        yield histogram("review_batch_size", [], {(): batched.sizes})
         yield labelled(
             CounterMetricFamily("review_batches", HELP["review_batches"], labels=["reason"]),
-            (((r,), snap.batched.closed.get(r, 0)) for r in BATCH_CLOSE_REASONS),
+            (((r,), batched.closed.get(r, 0)) for r in BATCH_CLOSE_REASONS),
         )
         yield labelled(
             GaugeMetricFamily("review_jobs", HELP["review_jobs"], labels=["status"]),
@@ -113,7 +118,7 @@ class LabCollector(Collector):
         lane = snap.lane
         yield GaugeMetricFamily("review_lane_busy", HELP["review_lane_busy"], value=1 if lane.busy else 0)
         yield CounterMetricFamily("review_lane_busy_seconds", HELP["review_lane_busy_seconds"], value=lane.busy_s)
-        skipped = {"gone": lane.skipped_gone + snap.batched.skipped_gone, "deadline": lane.skipped_deadline}
+        skipped = {"gone": lane.skipped_gone + batched.skipped_gone, "deadline": lane.skipped_deadline}
         yield labelled(
             CounterMetricFamily("review_lane_skipped", HELP["review_lane_skipped"], labels=["reason"]),
             (((r,), n) for r, n in skipped.items()),

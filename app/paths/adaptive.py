@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from app.engine.lane import InferenceLane
 from app.errors import BoxFull, InferenceFailed
 from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
+from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 
@@ -211,3 +212,11 @@ class AdaptiveGate:
             f"⑤'s queue could not answer you within its {bound} without making someone admitted late; come back later."
         )
         return BoxFull(message, late_s, reason="over_target", waited_s=time.monotonic() - arrived)
+
+
+def build(parts: Parts) -> AdaptiveGate:
+    """⑤ from the lab's parts: its bounds in reviews' time, on the lane."""
+    settings = parts.settings
+    return AdaptiveGate(
+        parts.lane, target_reviews=settings.adaptive_target_reviews, interval_reviews=settings.adaptive_interval_reviews
+    )

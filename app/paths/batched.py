@@ -11,6 +11,7 @@ from app.engine.tally import BATCH_SIZE_BUCKETS, Tally
 from app.errors import BoxFull
 from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
 from app.paths.handover import Handover
+from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 
@@ -241,3 +242,9 @@ class MicroBatcher:
                 fail(w, alone, 1)
             else:
                 resolve([w], result)
+
+
+def build(parts: Parts) -> MicroBatcher:
+    """③ from the lab's parts; the lab starts its gathering loop (`start`) and stops it (`stop`)."""
+    s = parts.settings
+    return MicroBatcher(parts.lane, window_s=s.batch_window_s, max_size=s.batch_max, max_wait_s=s.batch_max_wait_s)

@@ -10,6 +10,7 @@ from app.engine.lane import DeadlinePassed, InferenceLane
 from app.errors import BoxFull, InferenceFailed, WaitedTooLong
 from app.paths.holds import Hold, HoldCheck, SeatHolds
 from app.paths.lobby import Lobby
+from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 from app.paths.seat_plan import Returner
@@ -234,3 +235,10 @@ class SeatGate:
             reason="waited_too_long",
             waited_s=time.monotonic() - arrived,
         )
+
+
+def build(parts: Parts) -> SeatGate:
+    """② from the lab's parts: its seats and wait bound, and the held seats it promises, on the lane."""
+    settings = parts.settings
+    holds = SeatHolds(grace_s=settings.limited_hold_grace_s, horizon_reviews=settings.limited_hold_horizon_reviews)
+    return SeatGate(parts.lane, seats=settings.limited_seats, max_wait_s=settings.limited_max_wait_s, holds=holds)

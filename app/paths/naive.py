@@ -8,6 +8,7 @@ import anyio.to_thread
 from app.engine.model import ONE_CALL, Scorer, calls_shaped
 from app.errors import InferenceFailed, LabError
 from app.memory.guard import MemoryGuard
+from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
 
@@ -70,7 +71,17 @@ class NaiveRunner:
         self.last_infer_s = infer_s
         return Outcome(ranking, started - called, infer_s)
 
+    @property
+    def inferring(self) -> bool:
+        """Whether an inference runs now, beside the lane: the box is busy (app/memory/give_back.py)."""
+        return self.in_flight > 0
+
     def load(self) -> Load:
         """Nobody waits on this path: every request is inferring (or waiting for a server thread, unseen)."""
         with self._lock:
             return Load(self.in_flight, 0, {"memory_would_not_fit": self._refused})
+
+
+def build(parts: Parts) -> NaiveRunner:
+    """① from the lab's parts: the scorer itself, on a server thread, and the memory guard measured at start-up."""
+    return NaiveRunner(parts.scorer, parts.guard)

@@ -7,7 +7,7 @@ ticket worker's inference) so a hit, a put and the timing histograms happen in o
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from app.engine.cache import ResultCache
 from app.engine.model import Ranking
@@ -26,6 +26,7 @@ class Outcome:
     batch_id: int | None = None  # ③'s count of batches: answers with the same id rode together
 
 
+@runtime_checkable
 class DirectPath(Protocol):
     """What `serve` needs from a path: its name, whether a client leaving can withdraw its work, `run`."""
 

@@ -1,10 +1,11 @@
 """The lab's paths as data: each path describes itself once here, and metrics, stats, the page and the tools read it.
 
 A new path (an adaptive limit, LIFO, priority…) is its strategy module (an owner with `spec`,
-`load()` and, for a direct path, `run`), one `PathSpec` line in `PATHS`, its route in app/api/ and
-its note on the page; docs/architecture.md lists the files. Routes stay declared by hand in
-app/api/ (they are the API's documentation): `PathSpec.route` names the one that submits work,
-and a test checks that the app has it.
+`load()` and, for a direct path, `run`, and the module's `build(parts)` that makes it), one `PathSpec`
+line in `PATHS` and its note on the page; docs/architecture.md lists the files. app/lab.py builds every
+path from here and names none. A route with more to say than "score this review" (a header, a ticket)
+is declared by hand in app/api/; a direct path without one gets its route from its `PathSpec`
+(app/api/predict.py). `PathSpec.route` names the one that submits work, and a test checks that the app has it.
 
 This module imports nothing from the server, so clients (bench, tools) can read it too.
 """
@@ -86,6 +87,12 @@ class PathSpec:
     batches: bool = False
     seats: bool = False
     handout: bool = False  # one of the printed handout's four; the rest are marked beyond it
+    module: str = ""  # the module whose `build(parts)` makes its owner (app/paths/parts.py); "" = app.paths.<name>
+
+    @property
+    def builder(self) -> str:
+        """The module app/lab.py imports to build this path (named, not imported, so clients read this file alone)."""
+        return self.module or f"app.paths.{self.name}"
 
     @property
     def mark(self) -> str:
@@ -165,7 +172,7 @@ PATHS: tuple[PathSpec, ...] = (
             "포기한 것: 한 번에 받는 답. 번호표를 받고 결과를 따로 기다려야 함, "
             "결과까지 p95 {p95}[, 약속보다 평균 {eta_late}초]"
         ),
-        handout=True,
+        handout=True, module="app.paths.ticket_roles",
     ),
     PathSpec(
         "adaptive", 5, "줄 서는 시간으로 거절 (교재 밖)", "/api/adaptive/predict", (200, 429),
@@ -207,9 +214,9 @@ BOX_MEMORY_CAP = Knob(
 BOX_KNOBS: tuple[Knob, ...] = (BOX_TARGET, BOX_MEMORY_CAP)
 
 
-def every_knob() -> dict[str, Knob]:
+def every_knob(specs: tuple[PathSpec, ...] = PATHS) -> dict[str, Knob]:
     """Every knob declared, the paths' and the box's: what a knobs file may hold, each with its bounds."""
-    return {knob.setting: knob for knob in (*(knob for path in PATHS for knob in path.knobs), *BOX_KNOBS)}
+    return {knob.setting: knob for knob in (*(knob for path in specs for knob in path.knobs), *BOX_KNOBS)}
 
 
 def knob_names(specs: tuple[PathSpec, ...] = PATHS) -> dict[str, str]:

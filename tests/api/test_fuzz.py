@@ -21,6 +21,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app.lab import Lab
 from app.main import create_app
+from app.paths.ticket_roles import Tickets
 from app.settings import Settings
 from tests.fakes import GatedScorer
 
@@ -40,4 +41,4 @@ def test_api_never_answers_500_and_the_lane_lives(case: Case[Any]) -> None:
     assert response.status_code < 500 or response.status_code == 503, (response.status_code, response.text)
     case.validate_response(response, excluded_checks=[positive_data_acceptance])
     lab: Lab = app.state.lab
-    assert lab.lane.alive and lab.worker.alive
+    assert lab.lane.alive and lab.path("tickets", Tickets).worker.alive

@@ -116,7 +116,7 @@ async def test_out_of_bounds_or_unknown_knobs_get_422(
 async def test_the_adaptive_paths_knobs_take_the_fractions_their_range_and_step_promise(open_lab_app: Opener) -> None:
     """⑤'s target showed 1.5 within 0.5-10, and refused 1.5 and 0.5 as "not a whole number"."""
     async with open_lab_app(GatedScorer(gated=False)) as (client, app):
-        per_review_s = app.state.lab.adaptive.target_s / 1.5
+        per_review_s = app.state.lab.paths["adaptive"].target_s / 1.5
         listed = {k["setting"]: k for k in (await client.get("/api/knobs")).json()["knobs"]}
         assert {k: listed["adaptive_target_reviews"][k] for k in ("value", "low", "high", "step")} == {
             "value": 1.5,
@@ -130,7 +130,7 @@ async def test_the_adaptive_paths_knobs_take_the_fractions_their_range_and_step_
             answer = await client.put(f"/api/knobs/{setting}", json={"value": new}, headers=as_instructor(app))
             assert answer.status_code == 200, answer.text
             assert value(answer.json(), setting) == new and answer.json()["last"]["new"] == new
-        assert app.state.lab.adaptive.target_s == pytest.approx(2.3 * per_review_s)  # its owner took the last
+        assert app.state.lab.paths["adaptive"].target_s == pytest.approx(2.3 * per_review_s)  # its owner took the last
 
 
 async def test_every_knob_takes_its_low_its_high_and_one_step_and_refuses_half_a_step(open_lab_app: Opener) -> None:

@@ -31,7 +31,7 @@ def make_client(tmp_path: Path) -> Iterator[Any]:
 
 def test_many_sockets_share_one_snapshot_per_tick(make_client: Any) -> None:
     client = make_client()
-    tickets = client.app.state.lab.tickets
+    tickets = client.app.state.lab.paths["tickets"].service
     reads = {"n": 0}
     snapshot = tickets.snapshot
 

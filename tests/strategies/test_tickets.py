@@ -8,8 +8,9 @@ import pytest
 from app.engine.cache import ResultCache
 from app.engine.lane import InferenceLane
 from app.jobs.in_memory import MemoryJobStore
-from app.lab import build_tickets
+from app.paths.parts import Parts
 from app.paths.pipeline import Pipeline
+from app.paths.ticket_roles import build
 from app.paths.tickets import JobRequest
 from app.settings import Settings
 from tests.conftest import LabClientFactory
@@ -87,12 +88,14 @@ async def test_failed_job_reports_failed_and_worker_goes_on(lab_client: LabClien
 async def eta_behind(first: str) -> float:
     """The ETA promised to a short review queued behind `first`, on a lane that has measured
     (by the twin's shape) that length costs time. Nothing runs: the worker is not started."""
-    lane = InferenceLane(GatedScorer())
+    scorer = GatedScorer()
+    lane = InferenceLane(scorer)
     lane.clock.observe(3.0, 1, 40)  # the cold first run, kept out of the length fit
     for chars in (20, 80, 150, 300):
         lane.clock.observe(0.5 + 0.01 * chars, 1, chars)
     store = MemoryJobStore()
-    service = build_tickets(Settings(warmup=False), store, lane, Pipeline(ResultCache(maxsize=16, ttl_s=60))).service
+    pipeline = Pipeline(ResultCache(maxsize=16, ttl_s=60))
+    service = build(Parts(Settings(warmup=False), scorer, lane, pipeline, store, None)).service
     await service.submit(JobRequest(first))
     ticket = await service.submit(JobRequest("짧은 리뷰"))
     assert ticket.position == 1 and ticket.eta_seconds is not None
