@@ -10,9 +10,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from app.engine.clock import ServiceClock
-from app.engine.model import Ranking, Scorer, Wanted, score_each
+from app.engine.model import Ranking, Scorer, score_each
 from app.engine.room import Room
-from app.engine.turn import Each, Take, Turn
+from app.engine.turn import Turn, TurnOwner
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +54,15 @@ class LaneSnapshot:
 class _Job:
     texts: Sequence[str]
     deadline: float | None
-    future: "Future[LaneResult]"
+    future: "Future[LaneResult]"  # a submitted job's result; a turn's owner hears `done` instead
     chars: int
     on_start: Callable[[], None] | None = None
-    each: Each | None = None
-    wanted: Wanted | None = None  # None: every review, unless the whole job is abandoned
+    owner: TurnOwner[LaneResult] | None = None  # a turn's: told each review scored, asked which are wanted
     abandoned: bool = False  # its awaiting caller was cancelled (set on the event loop, read here)
     enqueued_at: float = field(default_factory=time.monotonic)
 
     def awaited(self, i: int) -> bool:
-        return not self.abandoned and (self.wanted is None or self.wanted(i))
+        return not self.abandoned and (self.owner is None or self.owner.wanted(i))
 
 
 def text_chars(texts: Sequence[str]) -> int:
@@ -168,11 +167,11 @@ class InferenceLane:
             job.abandoned = True
             raise
 
-    def turn(self, take: Take[LaneResult]) -> None:
+    def turn(self, owner: TurnOwner[LaneResult]) -> None:
         """A place in the FIFO whose texts are taken when the lane reaches it (③ forms its batch then): the lane
-        calls `take` on its thread and infers what it returns at once, or goes on to its next work."""
+        calls `owner.take` on its thread and infers what it returns at once, or goes on to its next work."""
         with self._lock:  # inferences begun so far, less the one running now: `take` learns if it waited for others
-            self._queue.put(Turn(take, self._begun - (self.busy_since is not None)))
+            self._queue.put(Turn(owner, self._begun - (self.busy_since is not None)))
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
@@ -193,12 +192,12 @@ class InferenceLane:
 
     def _take(self, turn: Turn[LaneResult]) -> None:
         try:
-            got = turn.take(self._begun > turn.begun_before)
+            texts = turn.owner.take(self._begun > turn.begun_before)
         except Exception:  # an owner's bug must never kill the lane
             log.exception("a turn's owner failed to hand over its work")
             return
-        if got is not None:
-            self._infer(_Job(got.texts, None, got.result, text_chars(got.texts), each=got.each, wanted=got.wanted))
+        if texts is not None:
+            self._infer(_Job(texts, None, Future(), text_chars(texts), owner=turn.owner))
 
     def _infer(self, job: _Job) -> None:
         """The lane is idle again before the job's future resolves: whoever sees a result sees the lane as it is."""
@@ -215,21 +214,23 @@ class InferenceLane:
                 self._busy_s += time.monotonic() - started
                 self.busy_since = None
             self.current_batch = self.current_chars = 0
-        if isinstance(outcome, LaneResult):
+        if job.owner is not None:
+            job.owner.done(outcome)
+        elif isinstance(outcome, LaneResult):
             job.future.set_result(outcome)
         else:
             job.future.set_exception(outcome)
 
     def _score(self, job: _Job, started: float) -> LaneResult | Exception:
-        """Each review goes to `job.each` as it is scored; those nobody awaits are left out at the next call."""
+        """Each review goes to its turn's owner as it is scored; those nobody awaits are left out at the next call."""
         rankings: list[Ranking | None] = [None] * len(job.texts)
         try:
             if job.on_start is not None:
                 job.on_start()
             for i, ranking in score_each(self._scorer, job.texts, job.awaited):
                 rankings[i] = ranking
-                if job.each is not None:
-                    job.each(i, ranking, started, time.monotonic())
+                if job.owner is not None:
+                    job.owner.scored(i, ranking, started, time.monotonic())
             missing = [i for i, r in enumerate(rankings) if r is None and job.awaited(i)]
             if missing:
                 raise RuntimeError(f"scorer returned no ranking for {len(missing)} of {len(job.texts)} texts")

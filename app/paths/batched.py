@@ -208,7 +208,7 @@ class MicroBatcher:
     async def _hand_over(self, handover: Handover, reason: str) -> None:
         """Feed our turn until the lane takes it, then see the batch through: one batch of ours at a time."""
         self._feed(handover)
-        self._lane.turn(handover.take)
+        self._lane.turn(handover)
         await self._until(lambda: self._feed(handover))
         batch = handover.batch
         self.skipped_gone += handover.left_out

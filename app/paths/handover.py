@@ -5,12 +5,10 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from functools import partial
 
 from app.engine.lane import LaneResult
 from app.engine.model import Ranking
-from app.engine.turn import Pulled
 from app.paths.batch import Waiter
 from app.paths.pipeline import Outcome
 
@@ -22,8 +20,8 @@ class Handover:
     a member whose client leaves (its `Reply` is cancelled) is dropped, or once taken marked gone, so
     the lane leaves it out of its next model call;
     `seen` turns true once the loop has heard that the lane took the batch, and `finished` resolves
-    with the lane's result. On the lane thread: `take` (the lane's `Take`) returns whoever was handed
-    over by then, at once; `_each` and `_wanted` serve the lane during its call.
+    with the lane's result. On the lane thread, as the turn's owner the lane calls: `take` returns whoever
+    was handed over by then, at once; `wanted` and `scored` serve the lane during its call; `done` ends it.
 
     The lane never waits for the loop. Its news (taken, a member scored, done) goes into an outbox,
     and the loop is woken once for all that piled up since it last read it: a stalled loop delays
@@ -116,17 +114,17 @@ class Handover:
             size = len(self._members)
             waiter.future.set_result(Outcome(ranking, started - waiter.arrived, finished - started, size, self.number))
 
-    def _finish(self, result: "Future[LaneResult]") -> None:
+    def _finish(self, result: LaneResult | Exception) -> None:
         if self.finished.done():  # withdrawn: the lab is stopping
             return
-        if (exc := result.exception()) is not None:
-            self.finished.set_exception(exc)
+        if isinstance(result, Exception):
+            self.finished.set_exception(result)
         else:
-            self.finished.set_result(result.result())
+            self.finished.set_result(result)
 
-    # On the lane thread.
+    # On the lane thread: the lane calls these as our turn's owner (app/engine/turn.py's TurnOwner), in this order.
 
-    def take(self, waited: bool) -> Pulled[LaneResult] | None:
+    def take(self, waited: bool) -> list[str] | None:
         """The lane reached our turn: whoever is handed over goes now (None if nobody: the lane moves on)."""
         with self._lock:
             if self._withdrawn:
@@ -134,13 +132,15 @@ class Handover:
             self._taken = True
             self._unscored = set(range(len(self._members)))
         self._post(partial(self._seen, waited))
-        if not self._members:
-            return None
-        result: Future[LaneResult] = Future()
-        result.add_done_callback(lambda done: self._post(partial(self._finish, done)))
-        return Pulled([w.text for w in self._members], result, self._each, self._wanted)
+        return [w.text for w in self._members] or None
 
-    def _each(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+    def wanted(self, i: int) -> bool:
+        """Member i's client is still there (asked before each model call: a leaver's pairs are left out)."""
+        with self._lock:
+            return i not in self._gone
+
+    def scored(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+        """Member i is answered now, unless it left or is the last awaited (that one goes out with `done`)."""
         with self._lock:
             if i in self._gone:
                 return
@@ -149,9 +149,9 @@ class Handover:
                 return
         self._post(partial(self._answer, i, ranking, started, finished))
 
-    def _wanted(self, i: int) -> bool:
-        with self._lock:
-            return i not in self._gone
+    def done(self, result: LaneResult | Exception) -> None:
+        """The lane is idle again: the batch's result (or what failed it) goes to the loop."""
+        self._post(partial(self._finish, result))
 
     def _post(self, news: Callable[[], None]) -> None:
         """Leave `news` for the loop; wake it only if no wake-up is on its way already."""

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.engine.lane import InferenceLane
+from app.engine.lane import InferenceLane, LaneResult
+from app.engine.model import Ranking
 from app.errors import InferenceFailed
 from app.paths.batched import MicroBatcher
 from app.paths.pipeline import Outcome
@@ -228,10 +229,21 @@ def turn_on(lane: InferenceLane) -> "Future[bool]":
     """A turn that hands the lane nothing; it resolves with what the lane said when it got there (waited or not)."""
     reached: Future[bool] = Future()
 
-    def take(waited: bool) -> None:
-        reached.set_result(waited)
+    class Reached:
+        def take(self, waited: bool) -> list[str] | None:
+            reached.set_result(waited)
+            return None
 
-    lane.turn(take)
+        def wanted(self, i: int) -> bool:
+            return True
+
+        def scored(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+            pass
+
+        def done(self, result: LaneResult | Exception) -> None:
+            pass
+
+    lane.turn(Reached())
     return reached
 
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, TypeVarTuple, Unpack
 import pytest
 
 from app.engine.lane import InferenceLane, LaneResult
-from app.engine.turn import Pulled
+from app.engine.model import Ranking
 from app.paths.batched import MicroBatcher
 from app.paths.pipeline import Outcome
 from tests.fakes import GatedScorer, StreamingScorer
@@ -210,25 +210,44 @@ async def test_waiting_and_in_flight_say_where_each_member_is_at_every_point() -
         await asyncio.to_thread(lane.stop)
 
 
+class Owner:
+    """A turn's owner that hands the lane `texts` and keeps what the lane tells it."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.scored_now: list[int] = []
+        self.result: Future[LaneResult | Exception] = Future()
+
+    def take(self, waited: bool) -> list[str] | None:
+        return self.texts
+
+    def wanted(self, i: int) -> bool:
+        return True
+
+    def scored(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
+        self.scored_now.append(i)
+
+    def done(self, result: LaneResult | Exception) -> None:
+        self.result.set_result(result)
+
+
 def test_the_lane_hands_every_scored_review_on_and_keeps_none_back(lane: InferenceLane, scorer: GatedScorer) -> None:
     """Who goes out when is the owner's rule (③'s handover keeps its last member for the result), not the lane's."""
-    scored: list[int] = []
-    result: Future[LaneResult] = Future()
-
-    def take(waited: bool) -> Pulled[LaneResult]:
-        return Pulled(["가", "나", "다"], result, lambda i, *_: scored.append(i), lambda i: True)
-
-    lane.turn(take)
+    owner = Owner(["가", "나", "다"])
+    lane.turn(owner)
     scorer.release()
-    assert [r[0].id for r in result.result(timeout=GUARD_S).rankings if r] == ["echo:가", "echo:나", "echo:다"]
-    assert scored == [0, 1, 2]
+    result = owner.result.result(timeout=GUARD_S)
+    assert isinstance(result, LaneResult)
+    assert [r[0].id for r in result.rankings if r] == ["echo:가", "echo:나", "echo:다"]
+    assert owner.scored_now == [0, 1, 2]
 
 
 def test_an_owner_whose_take_fails_does_not_stop_the_lane(lane: InferenceLane, scorer: GatedScorer) -> None:
-    def take(waited: bool) -> None:
-        raise RuntimeError("a bug in the owner")
+    class Failing(Owner):
+        def take(self, waited: bool) -> list[str] | None:
+            raise RuntimeError("a bug in the owner")
 
-    lane.turn(take)
+    lane.turn(Failing([]))
     scorer.open()
     assert lane.submit(["다음 리뷰"]).result(timeout=GUARD_S).ranking(0)[0].id == "echo:다음 리뷰"
     assert lane.alive
