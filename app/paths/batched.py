@@ -9,8 +9,8 @@ from collections.abc import Callable
 from app.engine.lane import InferenceLane
 from app.engine.tally import BATCH_SIZE_BUCKETS, Tally
 from app.errors import BoxFull
-from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot, Waiter, fail, resolve
-from app.paths.handover import Handover
+from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot
+from app.paths.handover import Handover, Waiter, fail, resolve
 from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec

@@ -1,16 +1,60 @@
-"""③'s batch between its loop and the lane: the loop hands members over, the lane takes them at ③'s turn without
-waiting for the loop, and what the lane makes of them comes back to the loop in one hop per group."""
+"""③'s batch and its carrier between its loop and the lane: each member's record (`Waiter`, its `Reply`), and the
+`Handover` the loop hands members over in, which the lane takes at ③'s turn without waiting for the loop; what
+the lane makes of them comes back to the loop in one hop per group."""
 
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 
+from app.contract.errors import InferenceFailed
 from app.engine.lane import LaneResult
 from app.engine.model import Ranking
-from app.paths.batch import Waiter
 from app.paths.pipeline import Outcome
+
+
+class Reply(asyncio.Future[Outcome]):
+    """A waiter's future, which tells the batch it was handed over in at once when it is cancelled (its client
+    left), not a loop step later as a done-callback would: the batch leaves it out even if the lane takes it next."""
+
+    def __init__(self) -> None:
+        super().__init__(loop=asyncio.get_running_loop())
+        self.batch: Handover | None = None  # set by `Handover.offer`
+
+    def cancel(self, msg: object = None) -> bool:
+        cancelled = super().cancel(msg)
+        if cancelled and self.batch is not None:
+            self.batch.left(self)
+        return cancelled
+
+
+@dataclass(slots=True)
+class Waiter:
+    """One request held in a batch: its text, the future its handler awaits, when it arrived."""
+
+    text: str
+    future: Reply = field(default_factory=Reply)
+    arrived: float = field(default_factory=time.monotonic)
+
+
+def fail(waiter: Waiter, exc: BaseException, size: int) -> None:
+    if not waiter.future.done():
+        waiter.future.set_exception(InferenceFailed(f"Inference failed for this review (batch of {size}): {exc}"))
+
+
+def resolve(batch: list[Waiter], result: LaneResult, number: int | None = None) -> None:
+    """Each waiter still waiting gets its ranking, its own wait and the batch's inference time: the last member,
+    and any whose answer the loop had not read yet (the others were answered as they finished: handover.py)."""
+    for w, ranking in zip(batch, result.rankings, strict=True):
+        if w.future.done():
+            continue
+        if ranking is None:  # left out because it looked gone: never leave a waiter hanging
+            fail(w, RuntimeError("left out of its batch"), len(batch))
+        else:
+            w.future.set_result(Outcome(ranking, result.started_at - w.arrived, result.infer_s, len(batch), number))
 
 
 class Handover:
@@ -57,7 +101,7 @@ class Handover:
             if self._taken or self._withdrawn or len(self._members) >= self.max_size:
                 return False
             self._members.append(waiter)
-        waiter.future.on_cancel = partial(self._left, waiter)
+        waiter.future.batch = self
         return True
 
     @property
@@ -84,10 +128,10 @@ class Handover:
         self.finished.cancel()
         return members
 
-    def _left(self, waiter: Waiter) -> None:
-        """The member's client left (its future was cancelled just now)."""
+    def left(self, reply: Reply) -> None:
+        """A member's client left (its reply was cancelled just now)."""
         with self._lock:
-            i = next((i for i, member in enumerate(self._members) if member is waiter), None)
+            i = next((i for i, member in enumerate(self._members) if member.future is reply), None)
             if i is None:  # not ours (any more): nothing to leave out
                 return
             if not self._taken:
