@@ -10,7 +10,7 @@ from app.engine.lane import InferenceLane
 from app.engine.tally import BATCH_SIZE_BUCKETS, Tally
 from app.errors import BoxFull
 from app.paths.batch import BATCH_CLOSE_REASONS, BatcherSnapshot
-from app.paths.handover import Handover, Waiter, fail, resolve
+from app.paths.handover import Handover, Waiter, fail, resolve, retry_alone
 from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
 from app.paths.registry import Load, spec
@@ -57,7 +57,7 @@ class MicroBatcher:
         self._max_size = max_size
         self._max_wait_s = max_wait_s
         self._queue: deque[Waiter] = deque()
-        self._arrived = asyncio.Event()  # set by run() and the handover (taken, a member left), cleared by the loop
+        self._arrived = asyncio.Event()  # set by run() when a request arrives, cleared by the loop
         self._task: asyncio.Task[None] | None = None
         self._handover: Handover | None = None  # this round's batch, on its way to the lane or on it
         self.last_batch_size = 0
@@ -153,8 +153,13 @@ class MicroBatcher:
         waiter = Waiter(text)
         self._queue.append(waiter)
         self._arrived.set()
+        self._feed_open()  # into the batch on its way to the lane, if it has room
         self._lane.room.changed()
-        return await waiter.future
+        try:
+            return await waiter.future
+        except asyncio.CancelledError:  # the client left: if its batch is not taken yet, its place goes to the next
+            self._feed_open()
+            raise
 
     async def _serve(self) -> None:
         turns = 0
@@ -168,7 +173,7 @@ class MicroBatcher:
                 filled = await self._until(lambda: len(self._queue) >= self._max_size, window_ends)
                 reason = "full" if filled else "timer"
             turns += 1
-            handover = self._handover = Handover(self._max_size, self._numbered + 1, self._arrived.set)
+            handover = self._handover = Handover(self._max_size, self._numbered + 1)
             try:
                 await self._hand_over(handover, reason)
             except asyncio.CancelledError:
@@ -191,10 +196,11 @@ class MicroBatcher:
         """Nobody else's work on the lane or ahead of us (ours is not: the loop is not inferring when it asks)."""
         return not self._lane.busy and self._lane.pending_reviews == 0
 
-    def _feed(self, handover: Handover) -> bool:
-        """Hand the oldest waiters over while the batch has room, dropping (and counting) those whose client
-        left; True once the lane has taken the batch."""
-        while self._queue and not handover.seen:
+    def _feed_open(self) -> None:
+        """Hand the oldest waiters over to the batch on its way to the lane while it has room, dropping (and
+        counting) those whose client left; nothing once the lane has taken it."""
+        handover = self._handover
+        while handover is not None and self._queue and not handover.seen:
             waiter = self._queue[0]
             if waiter.future.done():
                 self._queue.popleft()
@@ -203,13 +209,12 @@ class MicroBatcher:
                 self._queue.popleft()
             else:
                 break
-        return handover.seen
 
     async def _hand_over(self, handover: Handover, reason: str) -> None:
         """Feed our turn until the lane takes it, then see the batch through: one batch of ours at a time."""
-        self._feed(handover)
+        self._feed_open()
         self._lane.turn(handover)
-        await self._until(lambda: self._feed(handover))
+        await handover.taken.wait()  # meanwhile each arrival, and each place a leaver frees, is fed in run()
         batch = handover.batch
         self.skipped_gone += handover.left_out
         self._lane.room.changed()
@@ -223,25 +228,10 @@ class MicroBatcher:
         try:
             done = await handover.finished
         except Exception as exc:
-            await self._retry_alone(batch, exc)
+            await retry_alone(self._lane, batch, exc)
             return
         self.last_batch_size = len(batch)
         resolve(batch, done, handover.number)
-
-    async def _retry_alone(self, batch: list[Waiter], exc: Exception) -> None:
-        """A batch failed: score each member alone, so only the text that fails gets an error."""
-        if len(batch) == 1:
-            fail(batch[0], exc, 1)
-            return
-        for w in batch:
-            if w.future.done():
-                continue
-            try:
-                result = await self._lane.run([w.text])
-            except Exception as alone:
-                fail(w, alone, 1)
-            else:
-                resolve([w], result)
 
 
 def build(parts: Parts) -> MicroBatcher:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from app.contract.errors import InferenceFailed
-from app.engine.lane import LaneResult
+from app.engine.lane import InferenceLane, LaneResult
 from app.engine.model import Ranking
 from app.paths.pipeline import Outcome
 
@@ -57,14 +57,30 @@ def resolve(batch: list[Waiter], result: LaneResult, number: int | None = None) 
             w.future.set_result(Outcome(ranking, result.started_at - w.arrived, result.infer_s, len(batch), number))
 
 
+async def retry_alone(lane: InferenceLane, batch: list[Waiter], exc: Exception) -> None:
+    """A batch failed: score each member alone, so only the text that fails gets an error."""
+    if len(batch) == 1:
+        fail(batch[0], exc, 1)
+        return
+    for w in batch:
+        if w.future.done():
+            continue
+        try:
+            result = await lane.run([w.text])
+        except Exception as alone:
+            fail(w, alone, 1)
+        else:
+            resolve([w], result)
+
+
 class Handover:
     """One batch of ③'s, from the loop to the lane and back; the loop makes one for each turn it takes.
 
     On the loop: `offer` hands a waiter over (up to `max_size`, until the lane has taken the batch);
     a member whose client leaves (its `Reply` is cancelled) is dropped, or once taken marked gone, so
     the lane leaves it out of its next model call;
-    `seen` turns true once the loop has heard that the lane took the batch, and `finished` resolves
-    with the lane's result. On the lane thread, as the turn's owner the lane calls: `take` returns whoever
+    `seen` turns true (and `taken` is set) once the loop has heard that the lane took the batch, and
+    `finished` resolves with the lane's result: one signal for each. On the lane thread, as the turn's owner the lane calls: `take` returns whoever
     was handed over by then, at once; `wanted` and `scored` serve the lane during its call; `done` ends it.
 
     The lane never waits for the loop. Its news (taken, a member scored, done) goes into an outbox,
@@ -72,16 +88,18 @@ class Handover:
     answers, never the lane. One lock guards what both sides touch; nothing holds it for longer than
     a few list operations, and never across an await.
 
+    The batcher feeds an open batch from its own `run()` (app/paths/batched.py): as a request arrives, and as a
+    member leaves before the lane takes it (its place goes to the next in the queue).
+
     Who is answered when is decided here: each member as soon as it is scored, but the last awaited
     one, which goes out with the batch's result once the lane is idle again (so its client, sending
     again at once, finds the lane free, as after any whole job).
     """
 
-    def __init__(self, max_size: int, number: int, changed: Callable[[], None]) -> None:
+    def __init__(self, max_size: int, number: int) -> None:
         self._loop = asyncio.get_running_loop()
         self.max_size = max_size
         self.number = number  # X-Batch-Id, if the lane takes anyone
-        self._changed = changed  # on the loop: the lane took the batch, or a member left
         self._lock = threading.Lock()
         self._members: list[Waiter] = []  # handed over; fixed once taken (the batch)
         self._taken = self._withdrawn = False
@@ -90,6 +108,7 @@ class Handover:
         self._outbox: list[Callable[[], None]] = []
         self._woken = False  # a read of the outbox is already on its way to the loop
         self.seen = self.waited = False  # waited: the lane ran other work between our turn and taking it
+        self.taken = asyncio.Event()  # set with `seen`: the loop's one news from the lane before the result
         self.left_out = 0  # members whose client left before the batch went
         self.finished: asyncio.Future[LaneResult] = self._loop.create_future()
 
@@ -140,7 +159,6 @@ class Handover:
             else:
                 self._gone.add(i)
                 self._unscored.discard(i)
-        self._changed()
 
     def _drain(self) -> None:
         with self._lock:
@@ -150,7 +168,7 @@ class Handover:
 
     def _seen(self, waited: bool) -> None:
         self.seen, self.waited = True, waited
-        self._changed()
+        self.taken.set()
 
     def _answer(self, i: int, ranking: Ranking, started: float, finished: float) -> None:
         waiter = self._members[i]
