@@ -80,8 +80,9 @@ class Handover:
     a member whose client leaves (its `Reply` is cancelled) is dropped, or once taken marked gone, so
     the lane leaves it out of its next model call;
     `seen` turns true (and `taken` is set) once the loop has heard that the lane took the batch, and
-    `finished` resolves with the lane's result: one signal for each. On the lane thread, as the turn's owner the lane calls: `take` returns whoever
-    was handed over by then, at once; `wanted` and `scored` serve the lane during its call; `done` ends it.
+    `finished` resolves with the lane's result: one signal for each. On the lane thread, as the turn's
+    owner the lane calls: `take` returns whoever was handed over by then, at once; `wanted` and
+    `scored` serve the lane during its call; `done` ends it.
 
     The lane never waits for the loop. Its news (taken, a member scored, done) goes into an outbox,
     and the loop is woken once for all that piled up since it last read it: a stalled loop delays
