@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from app.contract.errors import InferenceFailed
 from app.engine.lane import InferenceLane, LaneResult
 from app.engine.model import Ranking
+from app.errors import InferenceFailed
 from app.paths.pipeline import Outcome
 
 
