@@ -162,6 +162,11 @@ bench-adaptive *ARGS: _twin-if-missing
 bench-cliff *ARGS: _twin-if-missing
     flock /tmp/lab-cpu.lock python -m bench.cliff {{ARGS}}
 
+# Measure the stand-in on this host, once: the seed's server at rest less the lab's (root, the `model` extra; minutes), cached in models/stand-in.json for every later `serve` (docs/box.md).
+[group('bench')]
+bench-stand-in *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.stand_in {{ARGS}}
+
 # The box as `just serve` runs it: ① serialized on one core, calibration, deaths at the cap, memory given back (docs/box.md; root; ARGS: --help).
 [group('bench')]
 bench-box *ARGS: _twin-if-missing

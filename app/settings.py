@@ -1,8 +1,9 @@
 """Every knob of the lab in one place, read from `LAB_*` environment variables."""
 
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -12,6 +13,20 @@ MODELS_DIR = PROJECT_ROOT / "models"
 REAL_MODEL_DIR = MODELS_DIR / "bge-reranker-base-int8"
 TWIN_MODEL_DIR = MODELS_DIR / "bge-reranker-base-twin-int8"
 MEMORY_CAP_BYTES = int(1.2 * 2**30)  # the box's memory: the cap `just serve` enforces and benchmarks measure against
+
+
+@dataclass(frozen=True, slots=True)
+class StandIn:
+    """What the box holds for the seed's libraries and for what, as measured (date, host, versions); whether here."""
+
+    bytes: int
+    stands_for: str
+    measured: str
+    measured_here: bool = False
+    origin: str = ""  # "measured here (…)" or "the committed figure from <host, date>"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class BoxState(BaseModel):
@@ -46,6 +61,8 @@ class BoxState(BaseModel):
     memory_dir: str | None = None
     # Bytes the server holds for the seed's server's libraries (app/inside/stand_in.py); 0: none.
     stand_in_bytes: int = 0
+    # The figure it holds and where it came from (this host's measurement or the committed one); None: not chosen.
+    stand_in: StandIn | None = None
     # Where the speed loop keeps its current setting, so the next incarnation starts from it (app/inside/speed.py).
     speed_file: str | None = None
 

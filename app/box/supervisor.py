@@ -36,9 +36,9 @@ from app.box.placement import Placement, place
 from app.box.port import bound_socket, claim_port
 from app.inside.cgroup_memory import write_memory_limit
 from app.inside.report import summary
-from app.inside.stand_in import measured_figure
+from app.inside.stand_in import CACHE_NAME, host_figure
 from app.knobs.instructor import TOKEN_FILE, TokenFileRefused, lesson_token
-from app.settings import PROJECT_ROOT, BoxState, Settings
+from app.settings import MODELS_DIR, PROJECT_ROOT, BoxState, Settings
 
 log = logging.getLogger("app.box")
 
@@ -85,6 +85,8 @@ class Supervisor:
     child: "subprocess.Popen[bytes] | None" = None
 
     def initial_state(self) -> BoxState:
+        # Chosen once for every incarnation: this host's measured figure if it has one (`just bench-stand-in`).
+        figure = host_figure(MODELS_DIR / CACHE_NAME) if self.settings.box_stand_in else None
         return BoxState(
             cpus=self.placement.cores,
             cpu_mode=self.placement.cpu_mode,
@@ -93,7 +95,8 @@ class Supervisor:
             cpu_quota_dir=self.placement.quota_dir,
             memory_dir=self.placement.memory_dir,
             speed_file=None if self.state_dir is None else os.path.join(self.state_dir, "speed.json"),
-            stand_in_bytes=measured_figure().bytes if self.settings.box_stand_in else 0,
+            stand_in_bytes=figure.bytes if figure is not None else 0,
+            stand_in=figure,
         )
 
     def with_kept(self, state: BoxState) -> BoxState:

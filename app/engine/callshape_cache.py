@@ -6,12 +6,10 @@ A start-up pays the timing once per host and model; later starts read the result
 would not have written is ignored in one line and measured again.
 """
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import platform
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -22,20 +20,12 @@ from typing import Any
 from app.datafile import Unreadable, is_number, read_json
 from app.engine.callshape import CANDIDATES, Choice, Shapeable, Trial, fastest, measure
 from app.engine.model import CallShape, Shape
+from app.host import cpu_model as cpu_model  # the key's CPU, shared with the stand-in's cache
 
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "call-shape.json"
 CACHE_MAX_BYTES = 64 * 1024  # a measurement is about 2 KB
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux), else what the platform says."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def file_sha256(path: Path) -> str:
