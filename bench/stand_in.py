@@ -23,8 +23,8 @@ from typing import Any
 
 import psutil
 
-from app.inside.stand_in import CACHE_NAME, cache_key, write_cache
 from app.host import cpu_model
+from app.inside.stand_in import CACHE_NAME, cache_key, write_cache
 from app.settings import MODELS_DIR
 from bench.cliff import MIB, seed_model_dir, try_lab, try_seed
 

@@ -65,7 +65,10 @@ def stats_body(
         "cache": {"hits": cache.hits, "misses": cache.misses, "size": cache.size},
         "process": {"rss_bytes": rss},
         # Outside the box nothing caps the server: RSS, no percentage.
-        "memory": memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss, stand_in_bytes),
+        "memory": {
+            **memory_now(box.memory_dir if box else None, box.memory_cap_bytes if box else 0, rss, stand_in_bytes),
+            **report.stand_in_origin(box),
+        },
         "box": report.stats(box, speed),
         # The instructor's live values; pages announce a change when `version` moves (app/knobs/board.py).
         "knobs": {

@@ -38,8 +38,9 @@ def summary(state: BoxState, speed: dict[str, Any] | None) -> str:
         if state.memory_cap_bytes
         else state.memory_mode
     )
-    if state.stand_in_bytes:
-        memory += f", {state.stand_in_bytes / 2**20:.0f} MiB of it held for the seed's libraries (stand-in)"
+    if (declared := stand_in(state)) is not None:
+        held = f"{state.stand_in_bytes / 2**20:.0f} MiB of it held for the seed's libraries"
+        memory += f", {held} (stand-in, {declared['origin']})"
     return f"The box: {cpus} · {pace} · {memory} · incarnation {state.incarnation}"
 
 
@@ -47,7 +48,17 @@ def stand_in(state: BoxState | None) -> dict[str, Any] | None:
     """What the box holds for the seed's server, and what that stands for (None: nothing held)."""
     if state is None or not state.stand_in_bytes:
         return None
-    return {**measured_figure().as_dict(), "bytes": state.stand_in_bytes}
+    figure = state.stand_in or measured_figure()  # a state made without a figure holds the committed one
+    return {**figure.as_dict(), "bytes": state.stand_in_bytes}
+
+
+def stand_in_origin(state: BoxState | None) -> dict[str, Any]:
+    """/api/stats' `memory` says whether its stand-in was measured on this host, and where the figure came from."""
+    declared = stand_in(state)
+    return {
+        "stand_in_measured_here": bool(declared and declared["measured_here"]),
+        "stand_in_from": None if declared is None else declared["origin"],
+    }
 
 
 def stats(state: BoxState | None, speed: dict[str, Any] | None = None) -> dict[str, Any]:

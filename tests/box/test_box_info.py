@@ -71,6 +71,8 @@ async def test_stats_show_the_memory_the_cgroup_charges_as_a_share_of_the_cap(
         "pct_of_cap": 80.0,
         "lab_bytes": 800 * 2**20,
         "stand_in_bytes": 0,
+        "stand_in_measured_here": False,
+        "stand_in_from": None,
     }
     assert bare["memory"]["source"] == "rss" and bare["memory"]["bytes"] == bare["process"]["rss_bytes"]
     assert bare["memory"]["pct_of_cap"] is None  # nothing caps a server outside the box

@@ -175,6 +175,8 @@ async def test_turning_the_cap_rewrites_the_group_and_every_view_follows(boxed_l
         "pct_of_cap": 86.4,
         "lab_bytes": 950 * MIB,
         "stand_in_bytes": 0,
+        "stand_in_measured_here": False,
+        "stand_in_from": None,
     }
     assert stats["knobs"]["last"]["setting"] == "memory_cap_bytes" and stats["knobs"]["version"] == 1
     assert model["box"]["memory_cap_bytes"] == 1100 * MIB

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from app.box.cgroups import CGROUP_ROOT, box_name
-from app.inside.stand_in import measured_figure
+from app.inside.stand_in import CACHE_NAME, host_figure
+from app.settings import MODELS_DIR
 from kit.fire import BurstReply, fire_burst
 from kit.live import ROOT, TINY_MODEL, LiveServer
 from kit.serverproc import free_port, stop_process, wait_healthy
@@ -139,8 +140,9 @@ def test_the_watchdog_emulates_the_cap_where_no_memory_cgroup_can_be_made() -> N
 
 def test_the_box_holds_and_declares_the_seed_servers_memory() -> None:
     """What the seed's libraries held at rest is charged to the box from start-up, and said so."""
-    figure = measured_figure().bytes
-    said = "held for the seed's libraries (stand-in)"
+    held = host_figure(MODELS_DIR / CACHE_NAME)  # this host's own figure where it has one, as the box holds
+    figure = held.bytes
+    said = f"held for the seed's libraries (stand-in, {held.origin})"
 
     async def summary_printed() -> bool:  # the supervisor prints its one line once the server answers
         return said in box.log()
@@ -149,5 +151,6 @@ def test_the_box_holds_and_declares_the_seed_servers_memory() -> None:
         model = httpx.get(f"{box.url}/api/model").json()["box"]
         memory = httpx.get(f"{box.url}/api/stats").json()["memory"]
         asyncio.run(eventually(summary_printed, limit_s=30))
-    assert model["stand_in"]["bytes"] == figure
+    assert model["stand_in"]["bytes"] == figure and model["stand_in"]["measured_here"] is held.measured_here
+    assert memory["stand_in_measured_here"] is held.measured_here and memory["stand_in_from"] == held.origin
     assert memory["bytes"] >= figure  # the cgroup's charge (or RSS) includes every held page
