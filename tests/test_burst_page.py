@@ -333,3 +333,21 @@ def test_tickets_fall_back_to_polling_when_the_stream_fails(page: Page) -> None:
     polled = {re.sub(r"\?.*", "", r.rsplit("/", 1)[1]) for r in ticket_polls(seen)}
     assert len(polled) == 3  # every ticket was followed by polling instead
     assert_bars_follow_server_timing(rows)
+
+
+def test_the_memory_bar_shows_the_stand_in_apart_from_the_lab(page: Page) -> None:
+    """The box holds memory for the seed's libraries: the panel draws it as its own segment, and says where measured."""
+    drawn = page.evaluate(
+        """async () => {
+          const { drawMemoryBar } = await import('/static/js/panel.js');
+          const bar = document.getElementById('box-memory-bar');
+          const MiB = 2 ** 20;
+          drawMemoryBar(bar, { bytes: 900 * MiB, cap_bytes: 1200 * MiB, lab_bytes: 600 * MiB,
+                               stand_in_bytes: 300 * MiB, stand_in_measured_here: true });
+          const segs = [...bar.children].map((s) => [s.className, s.style.width]);
+          return { segs, parts: document.getElementById('box-memory-parts').textContent, hidden: bar.hidden };
+        }"""
+    )
+    assert drawn["segs"] == [["mem-seg mem-lab", "50%"], ["mem-seg mem-stand-in", "25%"]]
+    assert "실습 서버 600 MiB" in drawn["parts"] and "300 MiB (이 컴퓨터에서 잰 값)" in drawn["parts"]
+    assert drawn["hidden"] is False

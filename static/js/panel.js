@@ -52,6 +52,39 @@ export function memoryText(memory) {
   return `${mib(memory.bytes)}${pct}${memory.source === "rss" ? " · RSS" : ""}`;
 }
 
+/**
+ * The memory as a bar on the cap: the lab's own server, and apart from it what the box holds for the seed's
+ * libraries (the stand-in, /api/stats memory.stand_in_bytes), so a student sees how much of the box is which.
+ */
+export function drawMemoryBar(bar, memory) {
+  const cap = memory && memory.cap_bytes;
+  bar.hidden = !cap;
+  if (!cap) return;
+  const standIn = memory.stand_in_bytes || 0;
+  const lab = memory.lab_bytes ?? memory.bytes - standIn;
+  const where = memory.stand_in_measured_here ? "이 컴퓨터에서 잰 값" : "다른 컴퓨터에서 잰 값";
+  const parts = [
+    ["lab", lab, `실습 서버 ${mib(lab)}`],
+    ["stand-in", standIn, `교재 서버의 라이브러리 몫 ${mib(standIn)} (${where})`],
+  ];
+  bar.replaceChildren(
+    ...parts
+      .filter(([, bytes]) => bytes > 0)
+      .map(([kind, bytes, title]) => {
+        const seg = document.createElement("span");
+        seg.className = `mem-seg mem-${kind}`;
+        seg.dataset.bytes = String(bytes);
+        seg.style.width = `${Math.min(100, (bytes * 100) / cap).toFixed(2)}%`;
+        seg.title = title;
+        return seg;
+      }),
+  );
+  bar.setAttribute("aria-label", parts.filter(([, b]) => b > 0).map(([, , t]) => t).join(", "));
+  document.getElementById("box-memory-parts").textContent = standIn
+    ? `실습 서버 ${mib(lab)} + 교재 서버의 라이브러리 몫 ${mib(standIn)} (${where})`
+    : "";
+}
+
 /** The speed loop's one value (/api/stats box.speed): target, the last minute's median, how it is held. */
 function speedText(speed) {
   const achieved = speed.achieved_s == null ? "아직 측정 없음" : `지난 1분 중앙값 ${speed.achieved_s.toFixed(2)}초`;
@@ -96,6 +129,7 @@ function renderStats(stats) {
   memory.dataset.memoryBytes = String(stats.memory.bytes);
   memory.dataset.pctOfCap = stats.memory.pct_of_cap == null ? "" : String(stats.memory.pct_of_cap);
   memory.textContent = memoryText(stats.memory);
+  drawMemoryBar(document.getElementById("box-memory-bar"), stats.memory);
   setText("box-cache", `적중 ${stats.cache.hits} · 미스 ${stats.cache.misses} · ${stats.cache.size}개`);
   // `box` is there once the box (app/box) reports on /api/stats; the panel works without it.
   const box = stats.box;
