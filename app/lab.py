@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher, open_webhooks
 from app.knobs.board import KnobBoard, KnobsSnapshot
 from app.knobs.table import knob_board
+from app.lesson.feed import LessonFeed, open_feed
 from app.memory.give_back import malloc_trim
 from app.memory.guard import open_memory_guard
 from app.paths.adaptive import AdaptiveGate
@@ -79,6 +81,7 @@ class Lab:
     paths: tuple[LabPath, ...]  # display order, from lab_paths(); the typed fields above are for their routes
     knobs: KnobBoard
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
+    lesson: LessonFeed | None = None  # the class view's record of every path request (LAB_LESSON_RECORD)
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def drain(self) -> None:
@@ -136,6 +139,15 @@ def build_tickets(
     return Tickets(service, worker, TicketFollower(service, signals, follow_cfg))
 
 
+def record_ends(lesson: LessonFeed, knobs: KnobBoard, worker: TicketWorker) -> None:
+    """The lesson's record hears of each knob turn and each ticket this box's worker finished."""
+    record = lesson.record
+    knobs.on_turn = record.knob_turned
+    worker.on_done = lambda job: record.ticket_done(
+        job.id, job.finished_at or time.time(), job.waited_ms, job.inference_ms
+    )
+
+
 @asynccontextmanager
 async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIterator[Lab]:
     """Model, lane (warmed up, so the service clock starts from a measurement), then paths."""
@@ -147,7 +159,9 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
     lane.start()
     tickets: Tickets | None = None
     batcher: MicroBatcher | None = None
+    lesson: LessonFeed | None = None
     try:
+        lesson = await open_feed(settings)
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
@@ -170,6 +184,8 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
         )
         paths = lab_paths(naive, limited, batcher, tickets.service, adaptive)
         knobs = knob_board(settings, paths, settings.knobs_file, speed, guard)
+        if lesson is not None:
+            record_ends(lesson, knobs, tickets.worker)
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
         log.warning("Instructor page: /instructor?token=%s (the knobs; keep the token from students)", knobs.token)
@@ -190,6 +206,7 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             paths=paths,
             knobs=knobs,
             speed=speed,
+            lesson=lesson,
         )
     finally:  # in reverse order of starting
         if batcher is not None:
@@ -200,4 +217,6 @@ async def open_lab(settings: Settings, scorer: Scorer | None = None) -> AsyncIte
             await tickets.worker.stop()
         lane.stop()
         await store.close()
+        if lesson is not None:
+            await lesson.stop()
         held.close()
