@@ -28,10 +28,6 @@ export const REASONS = Object.freeze({
   memory_would_not_fit: "메모리 부족",
 });
 
-// A request after a refusal's answer, no sooner than this (Retry-After is never under 1 s: a burst's own requests
-// arrive within milliseconds of each other) and no later than that, is that student's return.
-const RETURN_AFTER_S = 0.5;
-const RETURN_WITHIN_S = 60;
 const BURST_GAP_S = 10; // a path's last burst: its arrivals since the last quiet gap this long
 
 export class Lesson {
@@ -119,39 +115,15 @@ export function lastBurst(entries) {
 }
 
 /**
- * Returns after a refusal: for each student, a request arriving RETURN_AFTER_S to RETURN_WITHIN_S after a refused
- * one was answered is its return (one return per refusal, oldest first). A first return follows a first try.
+ * Returns the box can tell: a request that presented ②'s Seat-Hold token (its answer's Seat-Hold-Result says what the
+ * token got). Any other return looks like a new request: the box cannot tell it from one (no token, no marker).
  */
 function returns(entries) {
-  const byStudent = new Map();
-  for (const e of [...entries].sort((a, b) => a.arrived - b.arrived)) {
-    if (!byStudent.has(e.student)) byStudent.set(e.student, []);
-    byStudent.get(e.student).push(e);
-  }
-  let first = 0;
-  let seated = 0;
-  let held = 0;
-  for (const list of byStudent.values()) {
-    const open = []; // refused, waiting for their return: {answered, isReturn}
-    const returned = new Set();
-    for (const e of list) {
-      const i = open.findIndex((r) => e.arrived - r.answered >= RETURN_AFTER_S && e.arrived - r.answered <= RETURN_WITHIN_S);
-      if (i >= 0) {
-        const [refusal] = open.splice(i, 1);
-        returned.add(e.id);
-        if (!refusal.isReturn) {
-          first += 1;
-          if (isServed(e)) seated += 1;
-        }
-      }
-      if (e.hold === "seated") held += 1;
-      if (e.outcome === "refused" || e.outcome === "late") open.push({ answered: e.answered, isReturn: returned.has(e.id) });
-    }
-  }
-  return { first, seated, held };
+  const presented = entries.filter((e) => e.hold);
+  return { presented: presented.length, seated: presented.filter((e) => e.hold === "seated" && isServed(e)).length };
 }
 
-/** One path's tally: requests, served, refused by reason, cut, time to an answer (served only), returns. */
+/** One path's tally: requests, served, refused by reason, cut, time to an answer (served only), held-seat returns. */
 export function tally(entries) {
   const reasons = {};
   let refused = 0;

@@ -133,8 +133,10 @@ export function drawLanes(canvas, lesson, t0, t1) {
     ctx.rect(LABEL_W, y, plot, laneH + LANE_GAP);
     ctx.clip();
     const clusters = new Map();
+    lane.counts = {};
     for (const { e, row } of lane.bars) {
       counts[e.outcome] = (counts[e.outcome] || 0) + 1;
+      lane.counts[e.outcome] = (lane.counts[e.outcome] || 0) + 1;
       const top = y + row * rowH + 1;
       const h = Math.max(1, rowH - 2);
       const x0 = x(e.arrived);
@@ -213,5 +215,10 @@ export function drawLanes(canvas, lesson, t0, t1) {
     ctx.fillText(words, left, MARK_ROWS[row] + 1);
     rowEnds[row] = left + w;
   }
-  return { students: lanes.length, requests: lanes.reduce((n, lane) => n + lane.bars.length, 0), counts, rowH };
+  return {
+    students: lanes.length,
+    requests: lanes.reduce((n, lane) => n + lane.bars.length, 0),
+    counts,
+    lanes: lanes.map((lane) => ({ key: lane.key, name: lesson.name(lane.key), requests: lane.bars.length, counts: lane.counts })),
+  };
 }

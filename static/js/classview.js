@@ -58,8 +58,16 @@ function draw() {
     `학생 ${drawn.students}명의 요청 ${drawn.requests}개 (${new Date(t0 * 1000).toLocaleTimeString("ko-KR")}부터 ` +
       `${new Date(t1 * 1000).toLocaleTimeString("ko-KR")}까지)${counts ? `: ${counts}` : ""}`,
   );
+  Object.assign(canvas.dataset, { from: t0.toFixed(3), to: t1.toFixed(3) });
   canvas.dataset.students = String(drawn.students);
   canvas.dataset.requests = String(drawn.requests);
+  // The lanes in words, for a screen reader (the canvas is one picture to it).
+  const said = (counts) => Object.entries(counts).map(([o, n]) => `${OUTCOMES[o]?.label || o} ${n}`).join(", ");
+  document.getElementById("class-lanes").replaceChildren(
+    ...drawn.lanes.map((lane) =>
+      el("li", { dataset: { student: lane.key, requests: String(lane.requests) } }, `${lane.name}: 요청 ${lane.requests}개 (${said(lane.counts)})`),
+    ),
+  );
   document.getElementById("class-summary").textContent =
     `학생 ${lesson.students.size}명 · 요청 ${lesson.entries.size}개` + (view.live ? "" : " · 멈춤 (지금 것은 계속 받는 중)");
   const start = lesson.start();
@@ -91,7 +99,7 @@ function drawTallies() {
       const cells = [
         burst.requests, burst.served, burst.refused, waits(burst), fmtMs(burst.longestMs),
         whole.requests, whole.served, reasons(whole), whole.cut, waits(whole), fmtMs(whole.longestMs),
-        r.first ? `${r.seated} / ${r.first}${r.held ? ` (맡긴 자리 ${r.held})` : ""}` : "–",
+        r.presented ? `${r.seated} / ${r.presented}` : "–",
       ]; // prettier-ignore
       return el(
         "tr",
@@ -134,7 +142,7 @@ function pause(paused) {
 
 function moveTo(end) {
   const now = lesson.now();
-  view.end = Math.max(lesson.start() + view.span / 2, Math.min(end, now));
+  view.end = Math.max(lesson.start() + 1, Math.min(end, now)); // never past now, never before the lesson
   pause(true);
 }
 
