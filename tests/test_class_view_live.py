@@ -59,8 +59,8 @@ def test_each_request_is_on_the_class_view_once_as_its_student_saw_it(
     browser: Browser, server: LiveServer, tmp_path: Path
 ) -> None:
     token = printed_token(server)
-    projector = {"width": 1920, "height": 1080}
-    view = browser.new_context(viewport=projector, locale="ko-KR", accept_downloads=True).new_page()
+    projector = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="ko-KR", accept_downloads=True)
+    view = projector.new_page()
     errors: list[str] = []
     view.on("pageerror", lambda exc: errors.append(str(exc)))
     view.goto(f"{server.url}/class?token={token}")
