@@ -53,7 +53,7 @@ class LabMiddleware:
         record = self.lesson()
         entry = None if record is None else record.arrive(scope, path)
         try:
-            await self._answer(scope, receive, self._counting(send, path, scope, entry))
+            await self._answer(scope, receive, self._counting(send, path, scope, record, entry))
         finally:
             if record is not None and entry is not None:
                 record.ended(entry)
@@ -91,12 +91,12 @@ class LabMiddleware:
 
         return capped_receive
 
-    def _counting(self, send: Send, path: str, scope: Scope, entry: Entry | None) -> Send:
+    def _counting(self, send: Send, path: str, scope: Scope, record: LessonRecord | None, entry: Entry | None) -> Send:
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 self.requests.count(path, message["status"])
-                if entry is not None:
-                    entry.answer_started(message, scope)
+                if record is not None and entry is not None:
+                    record.answer_started(entry, message, scope)
             await send(message)
 
         return counting_send

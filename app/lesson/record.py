@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.types import Scope
+from starlette.types import Message, Scope
 
 from app.boxed.state import BoxState
 from app.contract.errors import CLIENT_GONE
@@ -147,6 +147,11 @@ class LessonRecord:
         self._changed_now(e)
         self.cpu_s += time.thread_time() - started
         return e
+
+    def answer_started(self, e: Entry, message: Message, scope: Scope) -> None:
+        started = time.thread_time()
+        e.answer_started(message, scope)
+        self.cpu_s += time.thread_time() - started
 
     def ended(self, e: Entry) -> None:
         """The answer went out (its head was read into the entry as it left: Entry.answer_started)."""
