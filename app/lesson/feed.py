@@ -47,6 +47,7 @@ class LessonFeed:
         self.views = 0
         self._texts: deque[Text] = deque(maxlen=KEPT_TEXTS)
         self._published = record.version  # every change up to here has gone out (or nobody was watching)
+        self._whole: tuple[int, int, str] | None = None  # the last whole record sent: its version, tick, text
         self._ticked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -124,10 +125,11 @@ class LessonFeed:
         }
 
     async def _send_whole(self, send: Callable[[str], Awaitable[None]]) -> int:
-        started = time.thread_time()
-        body = self.whole(time.time())
-        seen: int = body["version"]
-        text = dumps(body)
+        """The whole record, built once per tick: views that (re)open together (after a death) share it."""
+        started, now = time.thread_time(), time.time()
+        if self._whole is None or self._whole[:2] != (self._published, int(now / self.every_s)):
+            self._whole = (self._published, int(now / self.every_s), dumps(self.whole(now)))
+        seen, _, text = self._whole
         self.record.cpu_s += time.thread_time() - started
         await self._timed(send, text)
         return seen

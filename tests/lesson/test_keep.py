@@ -156,3 +156,20 @@ async def test_a_view_behind_the_kept_texts_gets_the_whole_record_again(ticks: i
     assert second["kind"] == ("delta" if ticks < KEPT_TEXTS else "whole")
     await feed.stop()
     await asyncio.wait_for(following, 30)
+
+
+async def test_views_that_open_together_share_one_build_of_the_whole_record() -> None:
+    record = LessonRecord(max_requests=100, max_age_s=3600)
+    recorded(3, record)
+    feed = LessonFeed(record, None, every_s=3600)  # one tick for the whole test
+    feed.tick()
+    built: list[float] = []
+    whole = feed.whole
+    feed.whole = lambda now: built.append(now) or whole(now)  # type: ignore[method-assign]
+    views = [View(), View()]
+    following = [asyncio.create_task(feed.follow(v.send)) for v in views]
+    for v in views:
+        assert [e["id"] for e in (await v.next())["entries"]] == [1, 2, 3]
+    assert len(built) == 1  # after a death, the class's views reconnect at once: the box builds it once
+    await feed.stop()
+    await asyncio.gather(*following)
