@@ -42,6 +42,7 @@ from app.paths.registry import PATHS
 from app.settings import Settings
 from kit.fire import send
 from kit.host import load_average, machine
+from kit.live import TINY_MODEL
 from kit.serverproc import ServerProcess
 
 # The paths a class can keep sending to at this rate: they answer "full" at once when they are.
@@ -66,7 +67,7 @@ async def lesson_state(client: httpx.AsyncClient, token: str) -> dict[str, Any] 
     return {"cpu_s": body["cpu_s"], "kept": body["kept"]["count"]}
 
 
-async def view(url: str, token: str, seen: Counter[str], stop: asyncio.Event) -> None:
+async def view(url: str, token: str, seen: Counter[str], stop: asyncio.Event, opened: asyncio.Event) -> None:
     """One class view's socket: reads every text the box sends it until the run ends."""
     address = url.replace("http://", "ws://") + f"/api/class/live?token={token}"
     async with connect(address, max_size=None) as socket:
@@ -75,6 +76,7 @@ async def view(url: str, token: str, seen: Counter[str], stop: asyncio.Event) ->
                 text = await asyncio.wait_for(socket.recv(), 1.0)
                 seen["texts"] += 1
                 seen["bytes"] += len(text)
+                opened.set()
 
 
 async def open_on_full(url: str, token: str, client: httpx.AsyncClient) -> dict[str, Any]:
@@ -130,49 +132,70 @@ async def fill(url: str, total: int, answers: Counter[str]) -> None:
     await asyncio.gather(*(client(n) for n in range(FILL_CLIENTS)))
 
 
-async def arm(server: ServerProcess, token: str, args: argparse.Namespace, views: int) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-        stop = asyncio.Event()
-        seen: Counter[str] = Counter()
-        viewers = [asyncio.create_task(view(server.url, token, seen, stop)) for _ in range(views)]
-        await asyncio.sleep(2)  # the views' first texts (the whole record) before the clock starts
+class Views:
+    """`n` class views following the lesson over their sockets, while the block runs."""
+
+    def __init__(self, url: str, token: str, n: int) -> None:
+        self.url, self.token, self.n = url, token, n
+        self.seen: Counter[str] = Counter()
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> "Views":
+        opened = [asyncio.Event() for _ in range(self.n)]
+        self._tasks = [asyncio.create_task(view(self.url, self.token, self.seen, self._stop, o)) for o in opened]
+        for first in opened:  # each view's first text (the whole record) before the clock starts
+            await first.wait()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._stop.set()
+        await asyncio.gather(*self._tasks)
+
+
+def share(a: dict[str, Any] | None, b: dict[str, Any] | None, wall: float) -> float | None:
+    """The record's CPU between two looks, as a percentage of the wall time: its share of the box's one core."""
+    return None if a is None or b is None else round(100 * (b["cpu_s"] - a["cpu_s"]) / wall, 3)
+
+
+async def class_run(server: ServerProcess, token: str, args: argparse.Namespace, views: int) -> dict[str, Any]:
+    """The class at its rate for `--minutes`, with `views` class views open."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=120) as client, Views(server.url, token, views) as open_:
         rss0, state0, t0 = server_rss(server), await lesson_state(client, token), time.monotonic()
         answers: Counter[str] = Counter()
         until = t0 + 60 * args.minutes
         await asyncio.gather(*(student(server.url, args.per_minute, until, answers, n) for n in range(args.students)))
         rss1, state1, t1 = server_rss(server), await lesson_state(client, token), time.monotonic()
-        filled: Counter[str] = Counter()
-        await fill(server.url, args.fill, filled)
-        rss2, state2, t2 = server_rss(server), await lesson_state(client, token), time.monotonic()
-        stop.set()
-        await asyncio.gather(*viewers)
-        opened = await open_on_full(server.url, token, client) if views else None
-
-    def share(a: dict[str, Any] | None, b: dict[str, Any] | None, wall: float) -> float | None:
-        return None if a is None or b is None else round(100 * (b["cpu_s"] - a["cpu_s"]) / wall, 3)
-
     return {
         "views": views,
-        "class_run": {
-            "wall_s": round(t1 - t0, 1),
-            "requests": sum(answers.values()),
-            "answers": dict(sorted(answers.items())),
-            "view_cpu_s": None if state1 is None or state0 is None else round(state1["cpu_s"] - state0["cpu_s"], 3),
-            "view_core_pct": share(state0, state1, t1 - t0),
-            "rss_growth_mib": round((rss1 - rss0) / 2**20, 1),
-        },
-        "fill": {
-            "wall_s": round(t2 - t1, 1),
-            "requests": sum(filled.values()),
-            "answers": dict(sorted(filled.items())),
-            "kept": None if state2 is None else state2["kept"],
-            "view_core_pct": share(state1, state2, t2 - t1),
-            "rss_growth_from_start_mib": round((rss2 - rss0) / 2**20, 1),
-        },
+        "wall_s": round(t1 - t0, 1),
+        "requests": sum(answers.values()),
+        "answers": dict(sorted(answers.items())),
+        "view_cpu_s": None if state1 is None or state0 is None else round(state1["cpu_s"] - state0["cpu_s"], 3),
+        "view_core_pct": share(state0, state1, t1 - t0),
+        "rss_mib": [round(r / 2**20, 1) for r in (rss0, rss1)],
+        "rss_growth_mib": round((rss1 - rss0) / 2**20, 1),
+        "view_texts": open_.seen["texts"],
+        "view_bytes": open_.seen["bytes"],
+    }
+
+
+async def fill_run(server: ServerProcess, token: str, args: argparse.Namespace, views: int) -> dict[str, Any]:
+    """The record filled to its bound (`--fill` requests as fast as FILL_CLIENTS clients get answers), `views` open."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+        async with Views(server.url, token, views):
+            rss0 = server_rss(server)
+            filled: Counter[str] = Counter()
+            await fill(server.url, args.fill, filled)
+            rss1, state = server_rss(server), await lesson_state(client, token)
+        opened = await open_on_full(server.url, token, client) if views else None
+    return {
+        "views": views,
+        "requests": sum(filled.values()),
+        "kept": None if state is None else state["kept"],
+        "rss_mib": [round(r / 2**20, 1) for r in (rss0, rss1)],
+        "rss_growth_mib": round((rss1 - rss0) / 2**20, 1),
         "view_opened_on_the_full_record": opened,
-        "rss_mib": [round(r / 2**20, 1) for r in (rss0, rss1, rss2)],
-        "view_texts": seen["texts"],
-        "view_bytes": seen["bytes"],
     }
 
 
@@ -200,7 +223,7 @@ def record_at_bound(entries: int, students: int) -> dict[str, Any]:
             "whole_text_bytes": len(json.dumps(whole, ensure_ascii=False, separators=(",", ":")))}  # fmt: skip
 
 
-def run_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
+def serving(model: Path, box: bool, record: bool) -> tuple[ServerProcess, str]:
     folder = Path(tempfile.mkdtemp(prefix="lab-bench-classview-"))
     token = secrets.token_urlsafe(18)
     (folder / "token").write_text(token)
@@ -212,10 +235,24 @@ def run_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
         "LAB_LESSON_RECORD": "true" if record else "false",
         "LAB_LESSON_FILE": str(folder / "lesson.db"),
     }
-    with ServerProcess(Settings().resolved_model_dir(), box=True, **settings) as server:
+    return ServerProcess(model, box=box, **settings), token
+
+
+def box_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
+    """The box as `just serve` runs it, the class at its rate."""
+    server, token = serving(Settings().resolved_model_dir(), True, record)
+    with server:
         speed = httpx.get(f"{server.url}/api/model", timeout=30).json()["box"]["speed"]
-        result = asyncio.run(arm(server, token, args, args.views if record else 0))
+        result = asyncio.run(class_run(server, token, args, args.views if record else 0))
     return {"record": record, "box_speed": speed, **result}
+
+
+def bound_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
+    """A bare server on the tiny model (its inferences' memory barely moves), the record filled to its bound."""
+    server, token = serving(TINY_MODEL, False, record)
+    with server:
+        result = asyncio.run(fill_run(server, token, args, args.views if record else 0))
+    return {"record": record, **result}
 
 
 def main() -> None:
@@ -234,13 +271,14 @@ def main() -> None:
         "scenario": vars(args) | {"paths": [p.name for p in REFUSING]},
         "note": "shared machine: other helpers' builds and tests may have run beside it",
     }
-    meta["record_at_bound"] = record_at_bound(Settings().lesson_max_requests, args.students)
-    print(json.dumps(meta["record_at_bound"]), flush=True)
-    arms = []
-    for record in (True, False):
-        arms.append(run_arm(args, record))
-        print(json.dumps(arms[-1], ensure_ascii=False), flush=True)
-    report = {**meta, "load_after": load_average(), "arms": arms}
+    report: dict[str, Any] = {**meta, "record_at_bound": record_at_bound(Settings().lesson_max_requests, args.students)}
+    print(json.dumps(report["record_at_bound"]), flush=True)
+    for name, run in (("box", box_arm), ("bound", bound_arm)):
+        report[name] = []
+        for record in (True, False):
+            report[name].append(run(args, record))
+            print(json.dumps({name: report[name][-1]}, ensure_ascii=False), flush=True)
+    report["load_after"] = load_average()
     if args.out:
         Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
