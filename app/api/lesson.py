@@ -19,7 +19,7 @@ from app.contract.errors import NoStudentKey, NotInstructor
 from app.contract.openapi import INPUT_ERRORS, answer, answers
 from app.door.connections import TRY_AGAIN_LATER, ConnectionGuard
 from app.lab import Lab
-from app.lesson.export import Wanted, csv_text, lesson_body
+from app.lesson.export import Copy, Wanted, csv_text, lesson_body
 from app.lesson.feed import LessonFeed
 from app.lesson.roster import MAX_NICKNAME_CHARS
 
@@ -117,15 +117,15 @@ async def lesson_requests(
     lab = get_lab(request)
     instructor_only(lab, bearer(authorization) or token)
     feed = feed_of(lab)
-    record, entries = feed.record, list(feed.record.entries)  # a copy taken on the loop, serialised off it
+    copy = Copy.of(feed.record)  # taken on the loop, written out on a thread
     wanted = Wanted(student, path, outcome, since, until)
     if format == "csv":
-        text = await asyncio.to_thread(csv_text, record, entries, wanted)
+        text = await asyncio.to_thread(csv_text, copy, wanted)
         stamp = time.strftime("%Y%m%d-%H%M", time.localtime())
         disposition = f'attachment; filename="class-{stamp}.csv"'
         return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": disposition})
-    cpu_s = record.cpu_s + (feed.file.cpu_s if feed.file is not None else 0.0)
-    return await asyncio.to_thread(lesson_body, record, entries, wanted, cpu_s)
+    cpu_s = feed.record.cpu_s + (feed.file.cpu_s if feed.file is not None else 0.0)
+    return await asyncio.to_thread(lesson_body, copy, wanted, cpu_s)
 
 
 @router.get("/class", response_class=HTMLResponse, include_in_schema=False)

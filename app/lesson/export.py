@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.lesson.entry import Entry, outcome
-from app.lesson.record import LessonRecord, entry_body
+from app.lesson.record import LessonRecord, Mark, entry_body
+from app.lesson.roster import Student
 
-__all__ = ["CSV_COLUMNS", "Wanted", "csv_text", "lesson_body"]
+__all__ = ["CSV_COLUMNS", "Copy", "Wanted", "csv_text", "lesson_body"]
 
 CSV_COLUMNS = (
     "id", "student", "name", "path", "status", "outcome", "error", "reason", "arrived", "answered", "wait_ms",
@@ -39,20 +40,43 @@ class Wanted:
         )
 
 
-def requests(record: LessonRecord, entries: list[Entry], wanted: Wanted) -> list[dict[str, Any]]:
-    names = {s.key: s.name for s in record.roster.all()}
-    return [{**entry_body(e), "name": names.get(e.student, e.student)} for e in entries if wanted.admits(e)]
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """The record's lists, copied on the event loop (which alone changes them), to be written out on a thread."""
+
+    incarnation: int
+    max_requests: int
+    max_age_s: float
+    entries: list[Entry]
+    students: list[Student]
+    marks: list[Mark]
+
+    @classmethod
+    def of(cls, record: LessonRecord) -> "Copy":
+        return cls(
+            record.incarnation,
+            record.max_requests,
+            record.max_age_s,
+            list(record.entries),
+            record.roster.all(),
+            list(record.marks),
+        )
 
 
-def lesson_body(record: LessonRecord, entries: list[Entry], wanted: Wanted, cpu_s: float) -> dict[str, Any]:
+def requests(copy: Copy, wanted: Wanted) -> list[dict[str, Any]]:
+    names = {s.key: s.name for s in copy.students}
+    return [{**entry_body(e), "name": names.get(e.student, e.student)} for e in copy.entries if wanted.admits(e)]
+
+
+def lesson_body(copy: Copy, wanted: Wanted, cpu_s: float) -> dict[str, Any]:
     """The JSON answer: the requests (each with the student's display name), the marks, the students, the bound."""
     return {
-        "incarnation": record.incarnation,
-        "kept": {"max_requests": record.max_requests, "max_age_s": record.max_age_s, "count": len(entries)},
+        "incarnation": copy.incarnation,
+        "kept": {"max_requests": copy.max_requests, "max_age_s": copy.max_age_s, "count": len(copy.entries)},
         "cpu_s": round(cpu_s, 6),
-        "students": [{"student": s.key, **s.as_dict()} for s in record.roster.all()],
-        "marks": [m.body() for m in record.marks],
-        "requests": requests(record, entries, wanted),
+        "students": [{"student": s.key, **s.as_dict()} for s in copy.students],
+        "marks": [m.body() for m in copy.marks],
+        "requests": requests(copy, wanted),
     }
 
 
@@ -63,10 +87,10 @@ def cell(column: str, value: Any) -> Any:
     return "" if value is None else value
 
 
-def csv_text(record: LessonRecord, entries: list[Entry], wanted: Wanted) -> str:
+def csv_text(copy: Copy, wanted: Wanted) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
-    for row in requests(record, entries, wanted):
+    for row in requests(copy, wanted):
         writer.writerow([cell(column, row[column]) for column in CSV_COLUMNS])
     return out.getvalue()
