@@ -120,6 +120,12 @@ def test_each_request_is_on_the_class_view_once_as_its_student_saw_it(
     assert int(moved["requests"]) == len(expected)
     view.click("#class-now")
     view.wait_for_function("document.getElementById('class-canvas').dataset.requests === '26'", timeout=GUARD_MS)
+    live_to = float(view.evaluate("document.getElementById('class-canvas').dataset.to"))
+    view.click("#class-earlier")  # straight from the live edge: paused, half a window back
+    assert view.get_attribute("#class-pause", "aria-pressed") == "true"
+    back_to = float(view.evaluate("document.getElementById('class-canvas').dataset.to"))
+    assert back_to == pytest.approx(max(began + 1, live_to - span / 2), abs=1.0)
+    view.click("#class-now")
 
     with view.expect_download() as download:
         view.click("#class-csv")

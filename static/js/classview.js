@@ -130,8 +130,9 @@ function legend() {
   }
 }
 
-function pause(paused) {
-  if (paused && view.live) view.end = lesson.now();
+/** Paused: the window stays where it is (or moves to `end`); else it follows the live edge. */
+function pause(paused, end = null) {
+  if (paused) view.end = end ?? (view.live ? lesson.now() : view.end);
   view.live = !paused;
   const button = document.getElementById("class-pause");
   button.setAttribute("aria-pressed", String(paused));
@@ -141,9 +142,7 @@ function pause(paused) {
 }
 
 function moveTo(end) {
-  const now = lesson.now();
-  view.end = Math.max(lesson.start() + 1, Math.min(end, now)); // never past now, never before the lesson
-  pause(true);
+  pause(true, Math.max(lesson.start() + 1, Math.min(end, lesson.now()))); // never past now, never before the lesson
 }
 
 async function download(format) {
