@@ -7,13 +7,15 @@ Starts the box as `just serve` does (`python -m app.box`: one core, ~1 s a revie
 the lesson's record and `--views` class views following it over their sockets, once without (LAB_LESSON_RECORD=false).
 In each, `--students` students (each its own `lab_student` key) send Poisson streams of `--per-minute` requests a
 minute for `--minutes`, each to a path drawn at random among those that refuse when full (a class at this rate fills
-any other: ① would kill the box, ③ would queue without end); then the record is filled to `--fill` requests as fast
+any other: ① would kill the box, ③ would queue without end). Then, on a bare server with the tiny model (whose
+inferences move its memory little), the same two arms are filled to `--fill` requests, the record's bound, as fast
 as 64 clients get answers. Measured:
 
 - the view's own time on the box's core: the thread CPU time the record's hooks, its feed (the views' texts and
-  sends) and its file's thread spent (GET /api/class/requests `cpu_s`), over the wall time (the run's, then the fill's).
-  A send that waits on a full socket would count whatever else the loop ran meanwhile: it can only overstate;
-- the box's memory: the summed RSS of its server before the load, after the class-rate run and after the fill;
+  sends) and its file's thread spent (GET /api/class/requests `cpu_s`), over the run's wall time. A send that
+  waits on a full socket would count whatever else the loop ran meanwhile: it can only overstate;
+- memory: the box's server RSS before and after the class run; the bare server's before and after the fill; and
+  the record's own Python objects at the bound (tracemalloc, in this process);
 - what the class got in each arm (answers by status), so that a view taking from the lane would show.
 """
 
