@@ -187,6 +187,11 @@ bench-holds *ARGS:
 bench-eta-mixed *ARGS: _twin-if-missing
     flock /tmp/lab-cpu.lock python -m bench.eta_mixed {{ARGS}}
 
+# The class view's cost on the box: 40 students × 50 requests a minute, 3 class views, record on and off (docs/classroom.md; ARGS: --help).
+[group('bench')]
+bench-classview *ARGS: _twin-if-missing
+    flock /tmp/lab-cpu.lock python -m bench.classview {{ARGS}}
+
 # Infinity for the peer bench in .venv-infinity (it pins numpy<2 and uvicorn<0.33; torch pinned to the CPU build).
 [group('bench')]
 setup-infinity:

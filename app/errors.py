@@ -31,6 +31,8 @@ INVALID_REVIEW = ErrorKind(422, "invalid_review", "The review text is blank, inv
 INVALID_JOB = ErrorKind(422, "invalid_job", "A ticket option is out of bounds.")
 INVALID_KNOB = ErrorKind(422, "invalid_knob", "No such knob here, or a value out of bounds or under the box's usage.")
 NOT_INSTRUCTOR = ErrorKind(403, "instructor_only", "Only the instructor (with the token the box printed) may do this.")
+NO_STUDENT_KEY = ErrorKind(400, "no_student_key", "No `lab_student` cookie: open the page (/) first, which gives one.")
+INVALID_NICKNAME = ErrorKind(422, "invalid_nickname", "A nickname is too long, or has a control or format character.")
 WEBHOOK_REFUSED = ErrorKind(422, "webhook_refused", "The webhook target is not allowed (scheme, address, or off).")
 BOX_FULL = ErrorKind(429, "box_full", "The box is full; see Retry-After.")
 JOB_QUEUE_FULL = ErrorKind(429, "job_queue_full", "Too many tickets waiting; see Retry-After.")
@@ -62,6 +64,8 @@ TABLE: tuple[ErrorKind, ...] = (
     INVALID_JOB,
     INVALID_KNOB,
     NOT_INSTRUCTOR,
+    NO_STUDENT_KEY,
+    INVALID_NICKNAME,
     WEBHOOK_REFUSED,
     BOX_FULL,
     JOB_QUEUE_FULL,
@@ -175,6 +179,16 @@ class NotInstructor(LabError):
     """A knob change without the instructor token: students can read the knobs, never turn them."""
 
     kind = NOT_INSTRUCTOR
+
+
+class NoStudentKey(LabError):
+    """A student's own request (a nickname) without the page's key: the class view could not tell who it is."""
+
+    kind = NO_STUDENT_KEY
+
+
+class InvalidNickname(LabError):
+    kind = INVALID_NICKNAME
 
 
 class WebhookRefused(LabError):

@@ -3,7 +3,8 @@
 import asyncio
 import importlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -18,11 +19,13 @@ from app.jobs.store import JobStore
 from app.jobs.webhooks import open_webhooks
 from app.knobs.board import KnobBoard, KnobsSnapshot
 from app.knobs.table import knob_board
+from app.lesson.feed import LessonFeed, open_feed
 from app.memory.give_back import GiveBack, malloc_trim
 from app.memory.guard import open_memory_guard
 from app.paths.parts import Drains, InfersBeside, Lives, Parts, Starts, Stops
 from app.paths.pipeline import Pipeline, PipelineSnapshot
 from app.paths.registry import PATHS, LabPath, Load, PathSpec
+from app.paths.ticket_worker import TicketWorker
 from app.scorer import calibrate_length, load_scorer, warmup_text
 from app.settings import Settings
 
@@ -55,6 +58,7 @@ class Lab:
     knobs: KnobBoard
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     stand_in_bytes: int = 0  # held for the seed's libraries (app/inside/stand_in.py), within the memory shown
+    lesson: LessonFeed | None = None  # the class view's record of every path request (LAB_LESSON_RECORD)
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def path(self, name: str, kind: type[Owner]) -> Owner:
@@ -109,6 +113,18 @@ def build_path(spec: PathSpec, parts: Parts) -> LabPath:
     return owner
 
 
+def record_ends(lesson: LessonFeed, knobs: KnobBoard, owners: Iterable[LabPath]) -> None:
+    """The lesson's record hears of each knob turn and each ticket a path's worker finished on this box."""
+    record = lesson.record
+    knobs.on_turn = record.knob_turned
+    for owner in owners:
+        worker = getattr(owner, "worker", None)
+        if isinstance(worker, TicketWorker):
+            worker.on_done = lambda job: record.ticket_done(
+                job.id, job.finished_at or time.time(), job.waited_ms, job.inference_ms
+            )
+
+
 @asynccontextmanager
 async def open_lab(
     settings: Settings, scorer: Scorer | None = None, specs: tuple[PathSpec, ...] = PATHS
@@ -122,7 +138,9 @@ async def open_lab(
     paths: dict[str, LabPath] = {}
     held: HeldMemory | None = None
     give_back: GiveBack | None = None
+    lesson: LessonFeed | None = None
     try:
+        lesson = await open_feed(settings)
         if settings.warmup:
             await lane.run([warmup_text(settings)])
             await calibrate_length(scorer, lane.clock, settings)
@@ -146,6 +164,8 @@ async def open_lab(
             if isinstance(owner, Starts):
                 owner.start()
         knobs = knob_board(settings, tuple(paths.values()), settings.knobs_file, speed, guard)
+        if lesson is not None:
+            record_ends(lesson, knobs, paths.values())
         if settings.memory_trim:  # the heap start-up freed: the box's rest was measured without it
             malloc_trim()
         # Held from here on, once start-up's own peak (model, warm-up) and the heap it freed are gone: an
@@ -164,6 +184,7 @@ async def open_lab(
             knobs=knobs,
             speed=speed,
             stand_in_bytes=held.size,
+            lesson=lesson,
         )
     finally:  # in reverse order of starting
         if give_back is not None:
@@ -175,5 +196,7 @@ async def open_lab(
             speed.stop()
         lane.stop()
         await store.close()
+        if lesson is not None:
+            await lesson.stop()
         if held is not None:
             held.close()

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import docs, info, knobs, live, page, predict, tickets
+from app.api import docs, info, knobs, lesson, live, page, predict, tickets
 from app.contract.error_handlers import SafeJSONResponse, install_error_handlers
 from app.contract.openapi import LabAPI
 from app.door.connections import ConnectionGuard
@@ -15,6 +15,7 @@ from app.door.middleware import LabMiddleware
 from app.engine.model import Scorer
 from app.inside.report import BoxCollector
 from app.lab import Lab, open_lab
+from app.lesson.record import LessonRecord
 from app.observe.collector import lab_registry
 from app.paths.registry import PATHS, PathSpec
 from app.settings import Settings, get_settings
@@ -72,8 +73,16 @@ def create_app(
         lab = current_lab()
         return lab.routes if lab is not None else {}
 
+    def lesson_record() -> LessonRecord | None:
+        lab = current_lab()
+        return None if lab is None or lab.lesson is None else lab.lesson.record
+
     app.add_middleware(
-        LabMiddleware, max_body_bytes=settings.max_body_bytes, requests=app.state.collector.requests, routes=routes
+        LabMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        requests=app.state.collector.requests,
+        routes=routes,
+        lesson=lesson_record,
     )
     app.add_middleware(Forwarded, trusted=settings.trusted_proxy)  # outermost: every part sees what the class typed
     install_error_handlers(app)
@@ -84,6 +93,7 @@ def create_app(
     app.include_router(knobs.router)
     app.include_router(live.router)
     app.include_router(page.router)
+    app.include_router(lesson.router)
     app.mount("/static", page.static_files(), name="static")
     app.include_router(docs.router)
     app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")

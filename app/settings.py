@@ -168,6 +168,15 @@ class Settings(BaseSettings):
     # death and restart (app/knobs/instructor.py). The box draws it once into data/instructor-token unless this names
     # another file, and hands it to each server; a server without one draws its own token at start-up.
     instructor_token_file: Path | None = None
+    # The class view (/class, docs/classroom.md): every path request of the lesson, kept for the instructor.
+    # Off: nothing is recorded (the benchmark's baseline, bench/classview.py). The file keeps the record across
+    # the box's deaths; the box sets one in its own state folder (removed when the box stops) unless this names
+    # another; a bare server keeps it in memory only unless asked.
+    lesson_record: bool = True
+    lesson_file: Path | None = None
+    # Kept: the last this many requests, and none older than this (the lesson's record is bounded).
+    lesson_max_requests: int = 20_000
+    lesson_max_age_s: float = 7200.0
 
     cache_size: int = 1024
     cache_ttl_s: float = 600.0

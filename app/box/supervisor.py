@@ -114,6 +114,7 @@ class Supervisor:
 
     def child_env(self, state: BoxState) -> dict[str, str]:
         target = self.kept.target_s(self.settings.box_seconds_per_review)
+        lesson = self.settings.lesson_file or (None if self.state_dir is None else Path(self.state_dir) / "lesson.db")
         return {
             **os.environ,
             "LAB_BOX_STATE": state.model_dump_json(),
@@ -123,6 +124,8 @@ class Supervisor:
             "LAB_BOX_SECONDS_PER_REVIEW": str(target),
             "LAB_MEMORY_CAP_BYTES": str(state.memory_cap_bytes),
             **({"LAB_INSTRUCTOR_TOKEN_FILE": str(self.token_file)} if self.token_file is not None else {}),
+            # Every incarnation keeps the class view's record in one file: LAB_LESSON_FILE, else the box's own folder.
+            **({"LAB_LESSON_FILE": str(lesson)} if lesson is not None else {}),
         }
 
     def spawn(self, state: BoxState) -> "subprocess.Popen[bytes]":

@@ -19,6 +19,10 @@ from starlette.exceptions import HTTPException
 from app.contract.responses import server_timing
 from app.errors import BY_STATUS, INVALID_REQUEST, ErrorKind, LabError, error_body, retry_after_header
 
+# The request's state key under which each handler notes the error it answered, (code, reason): the class view's
+# record of the request reads it (app/lesson/entry.py), so nothing parses an error body again.
+NOTED_ERROR = "lab_error"
+
 
 def finite(value: Any) -> Any:
     """`value` with every NaN or infinity replaced by its name: JSON has no such numbers, and an
@@ -122,17 +126,24 @@ def http_response(request: Request, exc: HTTPException) -> JSONResponse:
     return SafeJSONResponse(error_body(kind, detail), status_code=exc.status_code, headers=headers)
 
 
+def note(request: Request, code: str, reason: str | None = None) -> None:
+    setattr(request.state, NOTED_ERROR, (code, reason))
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    async def on_lab_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_lab_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, LabError)
+        note(request, exc.code, exc.reason)
         return error_response(exc)
 
-    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        note(request, INVALID_REQUEST.code)
         return validation_response(exc)
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
+        note(request, http_kind(exc.status_code).code)
         return http_response(request, exc)
 
     app.add_exception_handler(LabError, on_lab_error)

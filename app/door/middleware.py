@@ -9,6 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
+from app.lesson.entry import Entry
+from app.lesson.record import LessonRecord
 from app.observe.metrics import RequestTally
 
 log = logging.getLogger(__name__)
@@ -19,15 +21,23 @@ class LabMiddleware:
 
     A handler's unexpected exception is answered here, inside the counter, so a 500 is counted
     like any other answer and has the one error shape; it is re-raised for the server's log.
+    The same submissions are entered in the lesson's record (the class view), at arrival and at the answer's end.
     """
 
     def __init__(
-        self, app: ASGIApp, *, max_body_bytes: int, requests: RequestTally, routes: Callable[[], Mapping[str, str]]
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        requests: RequestTally,
+        routes: Callable[[], Mapping[str, str]],
+        lesson: Callable[[], LessonRecord | None] = lambda: None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.requests = requests
         self.routes = routes  # submitting route → path name, from the running lab's paths
+        self.lesson = lesson
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -37,8 +47,18 @@ class LabMiddleware:
         scope.setdefault("state", {})["arrived_at"] = time.monotonic()
         # Only submissions count as prediction requests; polls of a ticket do not.
         path = self.routes().get(scope["path"]) if scope["method"] == "POST" else None
-        if path is not None:
-            send = self._counting(send, path)
+        if path is None:
+            await self._answer(scope, receive, send)
+            return
+        record = self.lesson()
+        entry = None if record is None else record.arrive(scope, path)
+        try:
+            await self._answer(scope, receive, self._counting(send, path, scope, record, entry))
+        finally:
+            if record is not None and entry is not None:
+                record.ended(entry)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await answer(send, BODY_TOO_LARGE, f"Request body over {self.max_body_bytes} bytes.")
@@ -71,10 +91,12 @@ class LabMiddleware:
 
         return capped_receive
 
-    def _counting(self, send: Send, path: str) -> Send:
+    def _counting(self, send: Send, path: str, scope: Scope, record: LessonRecord | None, entry: Entry | None) -> Send:
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 self.requests.count(path, message["status"])
+                if record is not None and entry is not None:
+                    record.answer_started(entry, message, scope)
             await send(message)
 
         return counting_send

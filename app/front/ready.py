@@ -42,7 +42,7 @@ def warm(url: str) -> list[str]:
     fetched: list[str] = []
     with httpx.Client(base_url=url, verify=False, timeout=30) as client:
         try:
-            wanted = ["/", "/api/stats", "/api/samples", "/knobs"]
+            wanted = ["/", "/api/stats", "/api/samples", "/knobs", "/api/class/me"]  # the last: the nickname field
             while wanted:
                 path = wanted.pop(0)
                 if path in fetched:

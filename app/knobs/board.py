@@ -90,6 +90,7 @@ class KnobBoard:
         self._last: Change | None = None
         self._version = 0
         self.token = token
+        self.on_turn: Callable[[Change], None] | None = None  # the lesson's record marks each turn (app/lesson)
 
     @property
     def specs(self) -> dict[str, KnobSpec]:
@@ -121,6 +122,8 @@ class KnobBoard:
         self._last = Change(self._version, setting, old, value, time.time())
         self._save()
         log.warning("Knob %s: %s -> %s (change %d)", setting, old, value, self._version)
+        if self.on_turn is not None:
+            self.on_turn(self._last)
         return self._last
 
     def restore(self, known: Mapping[str, KnobSpec]) -> None:

@@ -50,6 +50,7 @@ class TicketWorker:
         # Loops also check this flag: redis-py can swallow a task's cancellation mid-command.
         self._stopping = False
         self._draining = False  # the box is shutting down: housekeeping goes on, claiming does not
+        self.on_done: Callable[[Job], None] | None = None  # the lesson's record: a ticket's end (app/lesson)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -167,6 +168,8 @@ class TicketWorker:
         if await self._store.replace(finished, self._run_fence(job)):
             if finished.waited_ms is not None:
                 self._pipeline.waited(SPEC.name, finished.waited_ms / 1000)
+            if self.on_done is not None:
+                self.on_done(finished)
         else:
             log.info("job %s finished but was canceled or taken back meanwhile; result discarded", job.id)
 

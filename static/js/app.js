@@ -8,6 +8,7 @@ import { showCostCurve } from "./costcurve.js";
 import { burstLabel, drawCompareChart, renderCompare } from "./compare.js";
 import { fmtMs } from "./dom.js";
 import { showModel } from "./model.js";
+import "./nickname.js"; // the student's name on the instructor's class view: a form of its own in the top bar
 import { boxDeaths, lost, onBoxDied, record, startPanel } from "./panel.js";
 import { showProtocolNotes } from "./protocol.js";
 import { ranIntoDeath, renderRows, renderSummary, tickElapsed } from "./rows.js";

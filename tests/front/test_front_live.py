@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 import ssl
 from pathlib import Path
 
@@ -51,6 +52,13 @@ def test_event_streams_and_the_live_socket_flow_through_the_front() -> None:
         socket_url = front.url.replace("https://", "wss://") + "/api/stats/live"
         with connect(socket_url, ssl=insecure, open_timeout=30) as socket:
             assert "lane" in json.loads(socket.recv(timeout=30))
+        # The class view's one socket, through the front's live locations too (the instructor's token in its address).
+        token = re.search(r"/instructor\?token=(\S+)", server.log())
+        assert token is not None
+        class_url = front.url.replace("https://", "wss://") + f"/api/class/live?token={token.group(1)}"
+        with connect(class_url, ssl=insecure, open_timeout=30) as view:
+            whole = json.loads(view.recv(timeout=30))
+            assert [e["path"] for e in whole["entries"]] == ["tickets"] * 3
 
 
 def test_a_box_death_answers_the_waiting_clients_502_from_the_front() -> None:
