@@ -204,10 +204,10 @@ export function drawLanes(canvas, lesson, t0, t1) {
     const words = markWords(mark);
     const w = ctx.measureText(words).width;
     let left = at + w + 6 > width ? at - w - 6 : at + 6;
-    let row = rowEnds.findIndex((end) => end + 8 <= left);
+    let row = rowEnds.findIndex((end) => end + 16 <= left);
     if (row < 0) {
       row = rowEnds.indexOf(Math.min(...rowEnds));
-      left = Math.min(rowEnds[row] + 8, width - w - 2);
+      left = Math.min(rowEnds[row] + 16, width - w - 2);
     }
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(left - 2, MARK_ROWS[row], w + 4, 22);
