@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 MIB = 2**20
 
 
-def token(server: LiveServer) -> dict[str, str]:
+def printed_token(server: LiveServer) -> str:
     """The token the box printed: its supervisor prints it once /health answers, a moment after the box does."""
 
     async def printed() -> bool:
@@ -30,7 +30,11 @@ def token(server: LiveServer) -> dict[str, str]:
     asyncio.run(eventually(printed, limit_s=30))
     found = re.search(r"/instructor\?token=(\S+)", server.log())
     assert found, "the server prints the instructor page's address at start-up"
-    return {"Authorization": f"Bearer {found.group(1)}"}
+    return found.group(1)
+
+
+def token(server: LiveServer) -> dict[str, str]:
+    return {"Authorization": f"Bearer {printed_token(server)}"}
 
 
 def infer_s(response: httpx.Response) -> float:

@@ -4,7 +4,6 @@ request the dead one had written down, the requests it held as cut by the death,
 second of it, the instructor's knob turn, the students' numbers and nicknames, and goes on counting."""
 
 import contextlib
-import re
 import signal
 import sqlite3
 import threading
@@ -16,6 +15,7 @@ import httpx
 import psutil
 import pytest
 
+from tests.box.test_box_knobs_live import printed_token
 from tests.box.test_box_live import Box, boxed
 
 pytestmark = pytest.mark.slow
@@ -50,9 +50,7 @@ def until(check: Any, what: str) -> None:
 
 def test_a_death_keeps_the_lesson_marks_it_and_cuts_what_the_dead_server_held() -> None:
     with boxed(LAB_BOX_SECONDS_PER_REVIEW="2", LAB_WARMUP="0", LAB_MEMORY_CAP_BYTES="0") as box:
-        token = re.search(r"/instructor\?token=(\S+)", box.log())
-        assert token, "the box prints the instructor page's address"
-        teacher = {"Authorization": f"Bearer {token.group(1)}"}
+        teacher = {"Authorization": f"Bearer {printed_token(box)}"}
         with httpx.Client(base_url=box.url, timeout=60, cookies={"lab_student": NAMED}) as named:
             assert named.put("/api/class/me", json={"name": "민지"}).status_code == 200
             assert named.post("/api/limited/predict", json={"text": "먼저 온 리뷰"}).status_code == 200
