@@ -52,7 +52,12 @@ def test_no_cgroups_here_sweeps_nothing(tmp_path: Path) -> None:
     os.geteuid() != 0 or not CGROUP_ROOT.joinpath("memory").exists(), reason="needs root and a v1 memory hierarchy"
 )
 def test_after_kill_9_of_the_supervisor_the_next_box_removes_its_groups(tmp_path: Path) -> None:
-    """On main the group `memory/…/lab-box-<pid>` stayed after every kill -9 (2 of 2)."""
+    """kill -9 runs no cleanup, so the groups it leaves are removed by the next box's start.
+
+    Any box's start sweeps every dead box's groups: under xdist a box started by another worker may be the
+    one that sweeps these, so the test holds the outcome (nothing left once a box has started), not which
+    box's log says so.
+    """
     settings = {"LAB_MODEL_DIR": str(TINY_MODEL), "LAB_JOB_STORE": "memory://", "LAB_BOX_SECONDS_PER_REVIEW": "0"}
     port = free_port()
     argv = [sys.executable, "-m", "app.box", "--host", "127.0.0.1", "--port", str(port)]
@@ -65,7 +70,6 @@ def test_after_kill_9_of_the_supervisor_the_next_box_removes_its_groups(tmp_path
         killed.send_signal(signal.SIGKILL)
         killed.wait()
     assert leftover_groups(killed.pid), "kill -9 ran a cleanup after all: nothing left to test"
-    with boxed(LAB_BOX_SECONDS_PER_REVIEW="0", LAB_JOB_STORE="memory://") as box:
+    with boxed(LAB_BOX_SECONDS_PER_REVIEW="0", LAB_JOB_STORE="memory://"):
         left = leftover_groups(killed.pid)
-        assert "left by a box that was killed" in box.log()
     assert left == []
