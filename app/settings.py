@@ -100,11 +100,11 @@ class Settings(BaseSettings):
     # Refuse (429) a newcomer whose predicted wait is longer than this; 0 admits everyone.
     batch_max_wait_s: float = 0.0
 
-    # Path 5 (beyond the handout, docs/adaptive.md): once the queue stands a newcomer is promised an answer
-    # within the target plus one review (at the measured seconds per review); while it drains, a start within
-    # twice the target, or within the interval for a crowd arriving at once. The queue stands when newcomers
-    # found more than the target ahead for a whole interval, or one was refused. 1.5 keeps a served review
-    # within 2.5 reviews' time; 6 let a burst of 12 with a long review among them pass more than ②'s 1 + 4.
+    # Path 5 (beyond the handout, docs/adaptive.md): a newcomer is promised a start within the target once the
+    # queue stands, within twice the target while it drains (at the measured seconds per review), and an answer
+    # within that plus its own review. The queue stands when newcomers found more than the target ahead for a
+    # whole interval, or one was refused; a crowd keeps classmates' places for an interval. 1.5 keeps a served
+    # review within 2.5 reviews' time once the queue stands.
     adaptive_target_reviews: float = 1.5
     adaptive_interval_reviews: float = 6.0
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, Request, Response
 from fastapi.routing import APIRoute
 
 from app.api.deps import ReviewText, arrived_at, get_lab
+from app.contract import student
 from app.contract.openapi import INPUT_ERRORS, answer, answers
 from app.contract.responses import prediction_body, prediction_headers
 from app.contract.schema import PredictionOut
@@ -133,10 +134,13 @@ async def predict_batched(text: ReviewText, request: Request, response: Response
     summary="⑤ adaptive: admitted by measured queueing delay (beyond the handout)",
 )
 async def predict_adaptive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
-    """Refused at once when it could not start within {adaptive_interval_reviews} reviews' time (while the queue
-    drains) or be answered within {adaptive_target_reviews} and one more (once it stands, CoDel-style), or when
-    admitting it would make an earlier waiter late; newest first while it stands, never at an older one's cost."""
-    return await serve(get_lab(request).path("adaptive", AdaptiveGate), text, request, response)
+    """Promised a start within twice {adaptive_target_reviews} reviews' time while the queue drains, within
+    {adaptive_target_reviews} once it stands (CoDel-style), and an answer within that and its own review; refused at
+    once when that or an earlier waiter's promise could not be kept, or when a student's second request in a crowd
+    would take the place kept for a classmate not come yet. Newest first while it stands, never at an older one's
+    cost."""
+    visit = get_lab(request).path("adaptive", AdaptiveGate).visit(student.key_of(request.scope))
+    return await serve(visit, text, request, response)
 
 
 def declared_routes() -> set[str]:

@@ -9,10 +9,11 @@ anyone may make one, which is why the front keeps per-address ceilings (docs/cla
 import re
 import secrets
 
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
+from starlette.types import Scope
 
-__all__ = ["COOKIE", "KEY", "LIFETIME_S", "keep_student", "new_key", "valid"]
+__all__ = ["COOKIE", "KEY", "LIFETIME_S", "keep_student", "key_of", "new_key", "valid"]
 
 COOKIE = "lab_student"
 KEY = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -25,6 +26,16 @@ def new_key() -> str:
 
 def valid(value: str | None) -> bool:
     return value is not None and KEY.fullmatch(value) is not None
+
+
+def key_of(scope: Scope) -> str | None:
+    """The well-formed student key a request or socket carries in its cookie, or None."""
+    for name, value in scope["headers"]:
+        if name == b"cookie":
+            key = cookie_parser(value.decode("latin-1")).get(COOKIE)
+            if valid(key):
+                return key
+    return None
 
 
 def keep_student(request: Request, response: Response) -> None:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import onnxruntime as ort
@@ -83,6 +83,35 @@ class Scorer(Protocol):
     """What the lane needs from a model: one ranking per review, in order."""
 
     def score(self, texts: Sequence[str]) -> list[Ranking]: ...
+
+
+TokenCount = Callable[[str], int]  # one review's tokens in its (topic, review) pair
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class Wraps(Protocol):
+    """A scorer around another (the box's burning, its meter): `inner` is the one it runs."""
+
+    @property
+    def inner(self) -> Scorer: ...
+
+
+def token_counter(scorer: Scorer) -> TokenCount | None:
+    """The model's own tokenizer under any wrappers: what a review costs is its tokens, as the lane runs them
+    (truncation included). None for a scorer without one (a test's fake): callers fall back to characters."""
+    seen: object = scorer
+    for _ in range(8):  # wrappers are one or two deep; a cycle must not hang the start
+        if isinstance(seen, CountsTokens):
+            return seen.count_tokens
+        if not isinstance(seen, Wraps):
+            return None
+        seen = seen.inner
+    return None
 
 
 def in_order(scored: Iterable[tuple[int, Ranking]], count: int) -> list[Ranking]:

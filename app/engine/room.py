@@ -47,9 +47,10 @@ class Room:
         of its pieces already wait in the lane's FIFO without being in the backlog (③'s turn)."""
         self._sharers[path] = (held, in_fifo)
 
-    def others_s(self, turns: int) -> float:
-        """Seconds of the other paths' held work the lane runs within the next `turns` turns."""
-        return sum(sum(held()[: turns + in_fifo]) for held, in_fifo in self._sharers.values())
+    def others_s(self, turns: int, but: str | None = None) -> float:
+        """Seconds of the sharing paths' held work (all but the asking path `but`) the lane runs within the
+        next `turns` turns."""
+        return sum(sum(held()[: turns + in_fifo]) for path, (held, in_fifo) in self._sharers.items() if path != but)
 
     def after_reviews(self, held: int) -> float:
         """Seconds until the lane reaches a newcomer behind `held` reviews of average length."""

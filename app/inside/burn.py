@@ -29,6 +29,10 @@ class BurningScorer:
         self._inner = inner
         self.padding = padding
 
+    @property
+    def inner(self) -> Scorer:
+        return self._inner
+
     def score(self, texts: Sequence[str]) -> list[Ranking]:
         return in_order(self.score_each(texts), len(texts))
 

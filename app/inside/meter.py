@@ -65,6 +65,10 @@ class ReviewMeter:
         self._mark = now
         return self._integral
 
+    @property
+    def inner(self) -> Scorer:
+        return self._inner
+
     def score(self, texts: Sequence[str]) -> list[Ranking]:
         return in_order(self.score_each(texts), len(texts))
 

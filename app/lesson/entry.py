@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import cookie_parser
 from starlette.types import Message, Scope
 
 from app.contract import student
@@ -99,11 +98,9 @@ def timing(value: bytes) -> tuple[float | None, float | None]:
 
 def student_of(scope: Scope) -> str:
     """The page's or burst.py's student key; a client without one is its address (several behind one NAT share it)."""
-    for name, value in scope["headers"]:
-        if name == b"cookie":
-            key = cookie_parser(value.decode("latin-1")).get(student.COOKIE)
-            if student.valid(key):
-                return str(key)
+    key = student.key_of(scope)
+    if key is not None:
+        return key
     client = scope.get("client")
     return f"address:{client[0] if client else 'unknown'}"
 

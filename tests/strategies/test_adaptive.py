@@ -13,6 +13,7 @@ from app.engine.lane import InferenceLane
 from app.errors import BoxFull, retry_after_header
 from app.paths.adaptive import AdaptiveGate
 from app.paths.pipeline import Outcome
+from app.paths.presence import Presence
 from tests.fakes import GatedScorer
 from tests.strategies.test_holds import Clock
 from tests.waiting import eventually
@@ -20,8 +21,11 @@ from tests.waiting import eventually
 Tasks = list["asyncio.Task[Outcome]"]
 
 
-def gate_of(lane: InferenceLane, clock: Clock, *, target: float = 1, interval: float = 4) -> AdaptiveGate:
-    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, now=clock)
+def gate_of(
+    lane: InferenceLane, clock: Clock, *, target: float = 2, interval: float = 4, presence: Presence | None = None
+) -> AdaptiveGate:
+    """Target 2 reviews: while the queue drains a newcomer is promised a start within 4 reviews, once it stands 2."""
+    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, presence=presence, now=clock)
 
 
 async def admit(gate: AdaptiveGate, texts: list[str]) -> Tasks:
@@ -45,6 +49,15 @@ async def refused(gate: AdaptiveGate, text: str) -> BoxFull:
     with pytest.raises(BoxFull) as caught:
         await gate.run(text)
     return caught.value
+
+
+async def holding(gate: AdaptiveGate, n: int) -> None:
+    """Until `n` of ⑤'s requests are admitted (on the lane or in its queue)."""
+
+    async def held() -> bool:
+        return gate.load().in_flight + gate.load().waiting == n
+
+    await eventually(held)
 
 
 async def on_lane(scorer: GatedScorer, n: int) -> None:
@@ -71,25 +84,25 @@ async def test_the_queue_is_served_in_order_while_it_drains(steady_lane: Inferen
     assert gate.load().details["newest_first"] == 0
 
 
-async def test_while_draining_a_newcomer_is_refused_at_once_past_the_interval(
+async def test_while_draining_a_newcomer_is_refused_at_once_past_twice_the_target(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
-    gate = gate_of(steady_lane, Clock(), interval=4)
+    gate = gate_of(steady_lane, Clock(), target=2)
     tasks = await admit(gate, ["가", "나", "다", "라", "마"])  # 1 running, 1 in the lane's FIFO, 3 in ⑤'s queue
     await on_lane(scorer, 1)
-    refusal = await refused(gate, "바")  # it would start 5 reviews from now: one past the interval
+    refusal = await refused(gate, "바")  # it would start 5 reviews from now: one past twice the target
     assert refusal.reason == "over_target" and refusal.status == 429
     assert refusal.retry_after_s is not None and retry_after_header(refusal.retry_after_s) == "1"  # one review on
     assert refusal.waited_s is not None and refusal.waited_s < 0.5
     assert gate.load().refusals["over_target"] == 1
-    assert gate.standing  # the work ahead outlasts the interval: the queue will stand, no need to wait and see
+    assert gate.standing  # the work ahead outlasts the bound: the queue will stand, no need to wait and see
     scorer.open()
     await asyncio.gather(*tasks)
 
 
 async def standing_queue(gate: AdaptiveGate, scorer: GatedScorer) -> tuple[Tasks, BoxFull]:
     """A crowd at an idle box: one running, one in the lane's FIFO, three in ⑤'s queue (each promised a start
-    within the interval of the box getting busy, the last one just), then a sixth refused: the queue stands."""
+    within twice the target, the last one just), then a sixth refused: the queue stands."""
     tasks = await admit(gate, ["가", "나", "다", "라", "마"])
     await on_lane(scorer, 1)
     assert not gate.standing
@@ -107,6 +120,7 @@ async def test_under_a_standing_queue_refusals_are_instant_and_the_newest_go_fir
     await asyncio.gather(*tasks)
     assert scorer.calls == [["가"], ["나"], ["마"], ["라"], ["다"]]  # the waiters newest first: each still in time
     assert gate.load().details["newest_first"] == 2
+    assert gate.load().details["late"] == 0
 
 
 async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
@@ -120,6 +134,7 @@ async def test_nobody_admitted_is_refused_later_even_when_the_lane_runs_late(
     answered = await asyncio.gather(*tasks)
     assert sorted(o.ranking[0].id for o in answered) == ["echo:가", "echo:나", "echo:다", "echo:라", "echo:마"]
     assert gate.load().refusals == {"over_target": 1}
+    assert gate.load().details["late"] == 5  # each answered, and each counted as a promise broken
 
 
 async def test_a_standing_queue_drains_back_to_order_when_a_newcomer_finds_the_box_idle_an_interval_on(
@@ -179,3 +194,35 @@ async def test_the_instructor_retunes_the_bounds(steady_lane: InferenceLane) -> 
     assert (gate.target_s, gate.interval_s) == (3.0, 8.0)
     gate.retune(interval_reviews=2)
     assert gate.interval_s == 3.0  # never shorter than the target
+
+
+async def test_one_students_crowd_leaves_a_place_for_each_classmate_present(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    """Five places (a start within 4 reviews): a's five at once would take them all; with b and c in the room, a's
+    later ones must leave them a place each, and b's and c's single requests, arriving after a's, get in."""
+    clock = Clock()
+    presence = Presence(now=clock)
+    for student in ("a", "b", "c"):
+        presence.seen(student)
+    gate = gate_of(steady_lane, clock, presence=presence)
+    first = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(3)]
+    await holding(gate, 3)
+    with pytest.raises(BoxFull) as caught:
+        await gate.visit("a").run("a의 네 번째")  # a fourth would take b's or c's place
+    assert "2 classmates" in str(caught.value)
+    rest = [asyncio.create_task(gate.visit(s).run(f"{s}의 리뷰")) for s in ("b", "c")]
+    await holding(gate, 5)
+    scorer.open()
+    answered = await asyncio.gather(*first, *rest)
+    assert [o.ranking[0].id for o in answered[3:]] == ["echo:b의 리뷰", "echo:c의 리뷰"]
+
+
+async def test_without_classmates_present_a_students_crowd_takes_every_place(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    gate = gate_of(steady_lane, Clock())  # nobody else in the room: nothing kept, the lane's places are a's
+    tasks = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(5)]
+    await holding(gate, 5)
+    scorer.open()
+    assert len(await asyncio.gather(*tasks)) == 5

@@ -1,7 +1,7 @@
 """⑤'s controllers on their own, with times the test writes: CoDel's standing queue, the Vegas-like limit and
 the promise check."""
 
-from app.paths.adaptive_control import StandingQueue, VegasLimit, lateness_s, pick
+from app.paths.adaptive_control import Crowd, StandingQueue, VegasLimit, lateness_s, pick
 
 TARGET, INTERVAL = 1.0, 4.0
 
@@ -83,3 +83,22 @@ def test_the_newest_goes_first_unless_that_makes_an_older_waiter_late() -> None:
     assert pick(tight, 1.0, newest=True) == 0
     already_late = [(1.0, 0.5), (1.0, 0.5)]  # no order keeps both: the newest first is no worse
     assert pick(already_late, 1.0, newest=True) == 1
+
+
+def test_a_crowd_keeps_places_for_classmates_present_only_against_a_students_second_request() -> None:
+    crowd, present = Crowd(), {"a", "b", "c"}
+    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 0  # a's first: judged on the work ahead alone
+    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 2  # a's second: b and c have not come yet
+    assert crowd.arrive("b", 10.0, 6.0, lambda: present) == 0
+    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 1  # only c is still to come
+    assert crowd.arrive(None, 10.0, 6.0, lambda: present) == 0  # a client without a key: nobody's, nothing kept
+
+
+def test_an_old_crowd_keeps_nothing_and_a_new_one_starts_afresh() -> None:
+    crowd, present = Crowd(), {"a", "b"}
+    crowd.arrive("a", 10.0, 6.0, lambda: present)
+    assert (
+        crowd.arrive("a", 10.0, 10.5, lambda: present) == 0
+    )  # busy for over an interval: a stream, served as it comes
+    assert crowd.arrive("a", 20.0, 16.0, lambda: present) == 0  # the box went idle and busy again: a's first here
+    assert crowd.came == {"a"}

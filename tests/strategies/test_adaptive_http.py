@@ -39,9 +39,9 @@ async def test_adaptive_429_comes_at_once_with_reason_retry_after_and_server_tim
     lab_client: LabClientFactory,
 ) -> None:
     scorer = GatedScorer()
-    # The hints count the lane's default 1 s per review: an interval of 2.5 reviews promises a start to one running
-    # and two more (the third starts 2 s from now), not to a fourth (3 s).
-    async with lab_client(scorer, adaptive_interval_reviews=2.5, adaptive_target_reviews=1) as client:
+    # The hints count the lane's default 1 s per review: a target of 1 review promises a start within 2 while the
+    # queue drains, to one running and two more (the third starts 2 s from now), not to a fourth (3 s).
+    async with lab_client(scorer, adaptive_target_reviews=1) as client:
         tasks = [asyncio.create_task(post(client, f"리뷰 {i}")) for i in range(3)]
 
         async def all_admitted() -> bool:
@@ -62,3 +62,37 @@ async def test_adaptive_429_comes_at_once_with_reason_retry_after_and_server_tim
     # Its own numbers too, for the Grafana row: two on the lane at most, and the refusal made its queue stand.
     assert 'review_path_state{name="limit",path="adaptive"} 2.0' in metrics
     assert 'review_path_state{name="standing",path="adaptive"} 1.0' in metrics
+
+
+def as_student(name: str) -> dict[str, str]:
+    return {"Cookie": f"lab_student={name * 16}"}
+
+
+async def test_a_classmate_seen_on_the_page_keeps_a_place_in_another_students_crowd(
+    lab_client: LabClientFactory,
+) -> None:
+    """The door sees every request's student key (here a poll of /api/stats): a's five at once leave b a place."""
+    scorer = GatedScorer()
+    async with lab_client(scorer, adaptive_target_reviews=1) as client:  # a start within 2 reviews: 3 places
+        await client.get("/api/stats", headers=as_student("b"))  # b's page is open
+        a = [
+            asyncio.create_task(client.post(ROUTE, json={"text": f"a의 리뷰 {i}"}, headers=as_student("a")))
+            for i in range(5)
+        ]
+
+        async def a_answered_or_admitted() -> bool:
+            path = (await client.get("/api/stats")).json()["paths"]["adaptive"]
+            return bool(path["in_flight"] + path["waiting"] == 2 and sum(t.done() for t in a) == 3)
+
+        await eventually(a_answered_or_admitted)  # two admitted, three refused: the third place is b's
+        b_task = asyncio.create_task(client.post(ROUTE, json={"text": "b의 리뷰"}, headers=as_student("b")))
+
+        async def b_admitted() -> bool:
+            path = (await client.get("/api/stats")).json()["paths"]["adaptive"]
+            return bool(path["in_flight"] + path["waiting"] == 3)
+
+        await eventually(b_admitted)
+        scorer.open()
+        answers = await asyncio.gather(*a, b_task)
+    assert sorted(r.status_code for r in answers[:5]) == [200, 200, 429, 429, 429]
+    assert answers[5].status_code == 200
