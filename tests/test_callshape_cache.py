@@ -108,7 +108,8 @@ def test_a_cache_that_is_not_json_of_the_right_shape_is_measured_again(tmp_path:
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "ten_megabytes", "directory"])
 def test_a_cache_that_is_no_file_never_blocks_or_fails_the_start(tmp_path: Path, kind: str) -> None:
-    """On main a FIFO blocked start-up (and SIGTERM with it)."""
+    """The cache is read at start-up: a FIFO, an endless device, a huge file or a folder in its place must cost a
+    measurement, never a start that hangs (and ignores SIGTERM) or fails."""
     cache = tmp_path / CACHE_NAME
     if kind == "fifo":
         os.mkfifo(cache)

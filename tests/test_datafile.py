@@ -41,7 +41,7 @@ def test_what_is_not_small_json_is_unreadable(tmp_path: Path, content: bytes, wh
 
 
 def test_nesting_100000_deep_is_refused_before_the_parser_recurses() -> None:
-    """On main `json.loads` of this raised RecursionError (the server exited 3)."""
+    """Nesting deep enough to exhaust the parser's recursion must be refused as unreadable, never stop the server."""
     deep = b"[" * 100_000 + b"]" * 100_000
     with pytest.raises(Unreadable, match="nested 100000 deep"):
         parse_json(deep)
@@ -62,7 +62,8 @@ def test_a_file_over_the_bound_is_refused_without_reading_it(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "dev_zero_link", "socket"])
 def test_a_file_that_is_not_regular_is_refused_at_once(tmp_path: Path, kind: str) -> None:
-    """A FIFO blocked start-up on main (and SIGTERM with it); /dev/zero would be read forever."""
+    """A FIFO would block start-up (and SIGTERM with it) and /dev/zero would be read forever: anything but a regular
+    file is refused at once."""
     path = tmp_path / "f.json"
     opened: socket.socket | None = None
     if kind == "directory":
@@ -94,7 +95,8 @@ def test_a_file_that_is_not_regular_is_refused_at_once(tmp_path: Path, kind: str
     ],
 )
 def test_numbers_the_lab_does_not_take_come_back_as_bad_numbers(literal: str, what: str) -> None:
-    """On main an integer of 401 digits raised OverflowError in `float()` (exit 3)."""
+    """A number the lab cannot hold as a finite float comes back as a bad number its reader can name, never as an
+    exception (a 401-digit integer overflows `float()`) that stops the server."""
     value = parse_json(f'{{"x": {literal}, "y": 2}}'.encode())
     assert value["y"] == 2 and value["x"] == BadNumber(what) and str(value["x"]) == what
 

@@ -119,7 +119,8 @@ def snapshot(file: Path) -> tuple[int, int, int, bytes | list[str] | None]:
 def test_a_file_that_is_not_a_token_file_stops_the_start_in_one_line_and_is_left_as_it_was(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, why: str
 ) -> None:
-    """On main each of these was replaced by a fresh token: the notes, the knobs, 2 GB of someone's data."""
+    """The token file's path is configurable, so whatever sits there may be someone's data: anything that is not a
+    token file stops the start in one line and is never overwritten."""
     file = refused(tmp_path, name)
     before, around = snapshot(file), sorted(p.name for p in tmp_path.iterdir())
     with caplog.at_level(logging.WARNING), pytest.raises(TokenFileRefused) as refusal:
@@ -137,7 +138,8 @@ def test_a_file_that_is_not_a_token_file_stops_the_start_in_one_line_and_is_left
 def test_a_right_token_with_loose_permissions_is_tightened_and_kept(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, loose: int
 ) -> None:
-    """On main a token at 0644 was replaced, so the address printed at the previous start stopped working."""
+    """The instructor's address carries the token: a right token with loose permissions is tightened in place and
+    kept, so the address printed at the previous start keeps working."""
     file = tmp_path / "instructor-token"
     printed = "Rz0-_" + "k" * 19
     file.write_text(printed + "\n")

@@ -1,5 +1,5 @@
 """The instructor's knobs file is data: whatever is in it, the lab starts, keeps what fits its knobs and
-says in one line per entry what it dropped (on main some of these exited 3 with a 66-line traceback)."""
+says in one line per entry what it dropped: a hand-edited file must never keep the box from starting."""
 
 import json
 import logging
@@ -30,7 +30,7 @@ def test_the_values_that_fit_are_kept_and_each_misfit_is_one_line(
 ) -> None:
     file = tmp_path / "knobs.json"
     entries = {
-        "limited_seats": 2.5,  # a fraction of a seat: kept as 2 silently on main
+        "limited_seats": 2.5,  # a fraction of a seat: never rounded to 2 behind the instructor's back
         "batch_max": -3,
         "queue_max_jobs": [50],
         "limited_max_wait_s": "30",

@@ -34,7 +34,8 @@ def ecma_search(pattern: str, text: str) -> bool:
 
 @pytest.mark.parametrize("url", POSTS)
 async def test_a_lone_surrogate_is_refused_before_anything_touches_it(lab_client: LabClientFactory, url: str) -> None:
-    """On main: 503 after reaching the lane on ①②③, a 500 while fingerprinting on ④."""
+    """A lone surrogate cannot be encoded for the model or hashed for the cache: it must be refused with a 422 before
+    it reaches the lane, the cache or the ticket store on any path."""
     scorer = GatedScorer(gated=False)
     async with lab_client(scorer) as client:
         response = await client.post(url, content=LONE_SURROGATE, headers=JSON)
@@ -66,7 +67,8 @@ async def test_text_of_only_invisible_characters_is_refused(lab_client: LabClien
 
 @pytest.mark.parametrize("text", [*INVISIBLE_ONLY, "a\x00b", " 가 ", "\x1cx", "\u200b빵\u200b", "\x85"])
 async def test_the_documented_pattern_and_the_server_agree(lab_client: LabClientFactory, text: str) -> None:
-    """On main the schema's `\\S` allowed U+001C while the server called it blank: an undocumented 422."""
+    """Clients validate against the published pattern: any text it accepts and the server refuses (or the reverse)
+    is a 422 nobody could have foreseen."""
     async with lab_client(GatedScorer(gated=False)) as client:
         spec = (await client.get("/api/openapi.json")).json()
         accepted = (await client.post("/api/limited/predict", json={"text": text})).status_code == 200
@@ -77,7 +79,7 @@ async def test_the_documented_pattern_and_the_server_agree(lab_client: LabClient
 @pytest.mark.parametrize("url", POSTS)
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
 async def test_non_finite_numbers_in_a_rejected_body_are_a_422(tmp_path: Path, url: str, number: str) -> None:
-    """On main the 422 echoed the value and the JSON encoder refused it: a 500 on every POST."""
+    """A 422 must never echo a value JSON cannot encode (NaN, infinity), or the error answer itself fails as a 500."""
     app = create_app(Settings(warmup=False, job_store=f"sqlite:///{tmp_path / 'jobs.db'}"), GatedScorer(gated=False))
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app, raise_app_exceptions=False)
@@ -96,7 +98,8 @@ class EmptyRankingScorer(GatedScorer):
 
 
 async def test_a_500_is_counted_and_has_the_one_shape(tmp_path: Path) -> None:
-    """On main the 500 came from outside the counting middleware: review_requests_total missed it."""
+    """An unexpected exception is answered inside the counting middleware, so review_requests_total counts the 500
+    and its body keeps the one error shape."""
     app = create_app(
         Settings(warmup=False, job_store=f"sqlite:///{tmp_path / 'jobs.db'}"), EmptyRankingScorer(gated=False)
     )

@@ -45,7 +45,8 @@ def test_the_documented_pattern_refuses_the_same_bmp_characters(text: str) -> No
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
 async def test_a_trailing_slash_is_a_404_without_any_location(lab_client: LabClientFactory, method: str) -> None:
-    """On main: 307 to http://<the client's Host>/api/limited/predict."""
+    """A redirect to the trailing-slash-free route would be built from the client's own Host header, so a forged Host
+    could send a student anywhere: the lab answers 404 and names no location."""
     async with lab_client(GatedScorer(gated=False)) as client:
         response = await client.request(
             method, "/api/limited/predict/", json={"text": "빵"}, headers={"host": "evil.example"}
@@ -55,7 +56,7 @@ async def test_a_trailing_slash_is_a_404_without_any_location(lab_client: LabCli
 
 
 async def test_a_validation_answer_is_capped(lab_client: LabClientFactory) -> None:
-    """On main 1,500 unknown keys (14 KB) got a 132 KB 422."""
+    """A 422 lists each problem, so a small body full of unknown keys must not buy an answer many times its size."""
     body = {"text": "빵", **{f"k{i}": 1 for i in range(1500)}}
     async with lab_client(GatedScorer(gated=False)) as client:
         response = await client.post("/api/limited/predict", json=body)

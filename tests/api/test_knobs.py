@@ -155,7 +155,8 @@ async def test_every_knob_takes_its_low_its_high_and_one_step_and_refuses_half_a
 async def test_a_restart_keeps_a_fraction_and_says_nothing_of_knobs_never_turned(
     open_lab_app: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """On main the file kept every knob's value, and ⑤'s untouched 1.5 was refused at every restart, in English."""
+    """The knobs file keeps only the knobs an instructor turned, fractions as typed: a restart restores those in one
+    plain line and never re-reads, or complains about, a default nobody touched."""
     async with open_lab_app(GatedScorer(gated=False)) as (client, app):
         for setting, new in (("limited_seats", 6), ("adaptive_interval_reviews", 1.5)):
             answer = await client.put(f"/api/knobs/{setting}", json={"value": new}, headers=as_instructor(app))
@@ -216,7 +217,8 @@ async def test_a_restart_keeps_the_instructors_values(open_lab_app: Opener) -> N
     ],
 )
 async def test_a_knob_takes_a_json_number_only(open_lab_app: Opener, body: bytes) -> None:
-    """On main "8", "8e0" and true were coerced to 8, 8 and 1 seats."""
+    """A knob takes a JSON number only: a string or a boolean coerced into seats would turn the box by a value the
+    instructor never typed."""
     async with open_lab_app(GatedScorer(gated=False)) as (client, app):
         headers = as_instructor(app) | {"Content-Type": "application/json"}
         refused = await client.put("/api/knobs/limited_seats", content=body, headers=headers)

@@ -1,5 +1,6 @@
-"""A `Seat-Hold` header with bytes outside printable ASCII is a 422 in the one error shape (on main: a 500 and a
-98-line traceback, from comparing a non-ASCII MAC). Sent as raw bytes: httpx's str headers cannot carry them."""
+"""A `Seat-Hold` header with bytes outside printable ASCII is a 422 in the one error shape: the header is a
+client's word, and comparing its MAC must never fail as a 500. Sent as raw bytes: httpx's str headers cannot
+carry them."""
 
 import asyncio
 import json

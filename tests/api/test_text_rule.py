@@ -1,5 +1,6 @@
 """The text rule: a review holds a visible character (a letter, number, punctuation mark or symbol) and no
-control but tab, newline and carriage return. On main each refused text below reached the model (200)."""
+control but tab, newline and carriage return. A text with nothing to read costs the box a whole inference and
+teaches nothing, so each refused text below must stop at a 422 before the model."""
 
 import re
 

@@ -1,6 +1,6 @@
 """A real box (the supervisor, the tiny model) whose start-up files are poisoned still starts once and answers
-/health: on main a cached `"chunk": -1` killed every incarnation (6 deaths in 45 s, /health never answered), a
-knobs file with a 401-digit integer exited 3, and a FIFO for the cache blocked start-up and SIGTERM."""
+/health: the box restarts after a death, so a bad file read at start-up (a cached `"chunk": -1`, a knobs file
+with a 401-digit integer, a FIFO for the cache) would otherwise kill, stop or hang every incarnation."""
 
 import json
 import os

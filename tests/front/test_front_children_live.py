@@ -37,7 +37,8 @@ def test_kill_9_of_the_front_leaves_neither_nginx_nor_the_box_running() -> None:
 
 
 def test_kill_9_of_nginx_master_takes_its_worker_and_the_next_start_finds_the_port_free() -> None:
-    """On main the worker kept the class's port (502 to everyone) and the next `app.front` refused to start."""
+    """nginx's workers outlive a killed master: left alone they keep the class's port (a 502 to everyone) and the next
+    `app.front` cannot start, so the front stops with its master and the next start finds the port free."""
     with classroom(LAB_BOX_SECONDS_PER_REVIEW="0") as room:
         room.wait_for("the class's address")
         master, workers = room.nginx()

@@ -72,7 +72,7 @@ def test_the_next_start_stops_the_lab_nginx_a_killed_front_left_on_its_port(
     assert workers and all(alive(pid) for pid in workers) and taken("0.0.0.0", port)
     with caplog.at_level(logging.WARNING, logger="app.front"):
         config = prepared(settings(state, port))
-    assert not isinstance(config, str), config  # on main: "Port … is taken by pid … (nginx: worker process)"
+    assert not isinstance(config, str), config  # our own nginx worker is stopped, not named a stranger
     assert not any(alive(pid) for pid in workers) and not taken("0.0.0.0", port)
     stopped = [r.getMessage() for r in caplog.records if "Stopped the lab's nginx" in r.getMessage()]
     assert len(stopped) == len(workers) and f"pid {workers[0]} (nginx: worker process)" in stopped[0], stopped

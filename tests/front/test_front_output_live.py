@@ -2,8 +2,9 @@
 one block with the class's https address and the instructor page at that address, one line when the box is back
 with both again, nothing per live panel, and no '?' where a number belongs.
 
-On main: the address was printed once, under two uvicorn lines per live panel; the instructor page was printed
-twice, the second at the box's plain port; a restart took ten lines, one of them "host ? CPU s per median review"."""
+The instructor reads this output during a class: the address must not drown under lines per live panel, the
+instructor page must point at the address the class uses (never the box's plain port), and a number not known
+yet must not print as '?'."""
 
 import os
 import re

@@ -20,7 +20,8 @@ FULLWIDTH_LOOPBACK = "１２７.０.０.１"  # fullwidth digits that IDNA maps 
 
 
 async def test_a_fullwidth_host_is_kept_in_ascii_and_delivered(lab_client: LabClientFactory) -> None:
-    """On main every attempt raised UnicodeEncodeError in the HTTP client: pending forever, never delivered."""
+    """A host written in full-width digits must reach the HTTP client in ASCII: as written, every attempt fails to
+    encode and the webhook stays pending forever."""
     async with webhook_receiver() as receiver, lab_client(GatedScorer(gated=False), **HOOKS) as client:
         url = receiver.url.replace("127.0.0.1", FULLWIDTH_LOOPBACK)
         submitted = await client.post("/api/queue/jobs", json={"text": "전각 숫자 주소", "webhook_url": url})

@@ -310,7 +310,7 @@ async def test_a_member_is_answered_as_soon_as_it_is_scored(batchers: Batchers, 
 
 async def test_the_last_member_is_answered_once_the_lane_is_idle(batchers: Batchers) -> None:
     """So a client that sends again at once finds the lane free, as after any whole job; answered while the lane
-    was still finishing, its next request read as having waited for the lane (CI, the Grafana test's `timer`)."""
+    is still finishing, its next request would read as having waited for the lane (the Grafana test's `timer`)."""
     scorer = StreamingScorer(tail=True)
     lane = InferenceLane(scorer)
     lane.start()
