@@ -1,8 +1,9 @@
-"""The path registry: every path describes itself once, and a sixth path shows up wherever the five do.
+"""The path registry: every path describes itself once, and a new path shows up wherever the registered ones do.
 
-The sixth is built as a new path would be: its module's `build(parts)` (here, this module's), one `PathSpec`
-naming that module, and its knob's setting; the lab, the routes and the page are the real ones (the test's only
-hand is to pass the registry with the sixth to `create_app`, as PATHS would hold it)."""
+The new one (numbered after them: ⑥ while there are five) is built as a new path would be: its module's
+`build(parts)` (here, this module's), one `PathSpec` naming that module, and its knob's setting; the lab, the
+routes and the page are the real ones (the test's only hand is to pass the registry with it to `create_app`, as
+PATHS would hold it)."""
 
 import dataclasses
 import json
@@ -56,13 +57,13 @@ EXTRA = PathSpec(
 
 
 class LifoSettings(Settings):
-    """The sixth path's knob as a new path adds it: a `Settings` field with its default."""
+    """The new path's knob as a new path adds it: a `Settings` field with its default."""
 
     lifo_depth: int = 8
 
 
 class LastInFirstOut:
-    """A stand-in fifth path: answers at once, reports a fixed load so the test can find its numbers."""
+    """A stand-in new path: answers at once, reports a fixed load so the test can find its numbers."""
 
     spec = EXTRA
     name = EXTRA.name
@@ -84,15 +85,15 @@ class LastInFirstOut:
 
 
 def build(parts: Parts) -> LastInFirstOut:
-    """The sixth path from the lab's parts, as app/lab.py calls each registered path's module."""
+    """The new path from the lab's parts, as app/lab.py calls each registered path's module."""
     assert isinstance(parts.settings, LifoSettings)
     path = LastInFirstOut()
     path.depths.append(parts.settings.lifo_depth)
     return path
 
 
-def sixth_app() -> FastAPI:
-    """The real app over the registry plus the sixth (no route declared for it, no lab field swapped)."""
+def app_with_extra() -> FastAPI:
+    """The real app over the registry plus the new path (no route declared for it, no lab field swapped)."""
     return create_app(LifoSettings(warmup=False, job_store="memory://"), GatedScorer(gated=False), (*PATHS, EXTRA))
 
 
@@ -157,9 +158,9 @@ async def test_the_running_lab_has_the_registered_paths_in_order() -> None:
 
 
 @pytest.fixture
-async def fifth() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
-    """A lab built with the sixth path registered: the lab built it, and its route is the app's own."""
-    app = sixth_app()
+async def extra() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
+    """A lab built with the new path registered: the lab built it, and its route is the app's own."""
+    app = app_with_extra()
     async with LifespanManager(app) as manager:
         lab: Lab = app.state.lab
         path = lab.path(EXTRA.name, LastInFirstOut)
@@ -170,10 +171,10 @@ async def fifth() -> AsyncIterator[tuple[httpx.AsyncClient, LastInFirstOut]]:
             yield client, path
 
 
-async def test_a_fifth_path_is_in_metrics_with_its_statuses_and_reasons_born_at_zero(
-    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+async def test_a_new_path_is_in_metrics_with_its_statuses_and_reasons_born_at_zero(
+    extra: tuple[httpx.AsyncClient, LastInFirstOut],
 ) -> None:
-    client, _ = fifth
+    client, _ = extra
     text = (await client.get("/metrics")).text
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -189,10 +190,10 @@ async def test_a_fifth_path_is_in_metrics_with_its_statuses_and_reasons_born_at_
     assert samples[("review_cache_hits_total", (("path", "lifo"),))] == 0
 
 
-async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
-    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+async def test_a_new_path_answers_and_is_counted_timed_and_in_stats(
+    extra: tuple[httpx.AsyncClient, LastInFirstOut],
 ) -> None:
-    client, path = fifth
+    client, path = extra
     answer = await client.post(EXTRA.route, json={"text": "다섯 번째 길"})
     assert answer.status_code == 200 and answer.json()["path"] == "lifo"
     assert path.ran == ["다섯 번째 길"]
@@ -204,23 +205,23 @@ async def test_a_fifth_path_answers_and_is_counted_timed_and_in_stats(
     assert stats["paths"]["lifo"] == {"in_flight": 1, "waiting": 2, "depth": 2}
     assert stats["rejections"]["lifo"] == {"stack_full": 3}
     documented = (await client.get("/api/openapi.json")).json()["paths"]
-    assert documented[EXTRA.route]["post"]["summary"] == "⑥ lifo: 나중에 온 것 먼저"  # its route, from its spec
+    assert documented[EXTRA.route]["post"]["summary"] == f"{EXTRA.label}: 나중에 온 것 먼저"  # its route, from its spec
     assert set(documented[EXTRA.route]["post"]["responses"]) >= {"200", "422", "429"}
 
 
-async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
-    fifth: tuple[httpx.AsyncClient, LastInFirstOut],
+async def test_a_new_path_is_on_the_page_with_its_radio_and_in_the_block_the_scripts_read(
+    extra: tuple[httpx.AsyncClient, LastInFirstOut],
 ) -> None:
-    client, _ = fifth
+    client, _ = extra
     html = (await client.get("/")).text
-    assert '<input type="radio" name="path" value="lifo"> ⑥ lifo <small>나중에 온 것 먼저</small>' in html
+    assert f'<input type="radio" name="path" value="lifo"> {EXTRA.label} <small>나중에 온 것 먼저</small>' in html
     listed = page_block(html, "lab-paths")
     assert isinstance(listed, list)
     assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
     assert listed[-1] == {
         "name": "lifo",
-        "number": "⑥",
-        "label": "⑥ lifo",
+        "number": EXTRA.mark,
+        "label": EXTRA.label,
         "blurb": "나중에 온 것 먼저",
         "route": "/api/lifo/predict",
         "answer": "direct",
@@ -231,24 +232,29 @@ async def test_a_fifth_path_is_on_the_page_with_its_radio_and_in_the_block_the_s
     }
     knobs = page_block(html, "lab-knobs")
     assert isinstance(knobs, dict)
-    assert knobs["lifo_depth"] == {"name": "⑥ 쌓는 깊이 (개)", "unit": "reviews", "limit": "lifo_depth", "scale": 1}
+    assert knobs["lifo_depth"] == {
+        "name": f"{EXTRA.mark} 쌓는 깊이 (개)",
+        "unit": "reviews",
+        "limit": "lifo_depth",
+        "scale": 1,
+    }
 
 
-async def test_burst_py_learns_a_fifth_path_from_the_box_and_fires_it_by_name_or_number(
-    fifth: tuple[httpx.AsyncClient, LastInFirstOut], monkeypatch: pytest.MonkeyPatch
+async def test_burst_py_learns_a_new_path_from_the_box_and_fires_it_by_name_or_number(
+    extra: tuple[httpx.AsyncClient, LastInFirstOut], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client, _ = fifth
+    client, _ = extra
     listed = (await client.get("/api/paths")).json()
     assert [p["name"] for p in listed] == [*(p.name for p in PATHS), "lifo"]
     burst = students_burst()
     monkeypatch.setattr(burst, "PATHS", dict(burst.PATHS))  # the module is shared: learn into a copy
     burst.PATHS.update(burst.paths_from(listed))
-    assert burst.PATHS["lifo"] == burst.BoxPath(6, "⑥ lifo", "/api/lifo/predict", ticket=False, handout=False)
+    assert burst.PATHS["lifo"] == burst.BoxPath(EXTRA.number, EXTRA.label, EXTRA.route, ticket=False, handout=False)
     assert burst.PATHS["adaptive"].number == 5 and not burst.PATHS["adaptive"].handout
     assert burst.PATHS["tickets"].ticket
-    assert burst.path_named("6") == burst.path_named("⑥") == burst.path_named("LIFO") == "lifo"
+    assert burst.path_named(str(EXTRA.number)) == burst.path_named(EXTRA.mark) == burst.path_named("LIFO") == "lifo"
     assert burst.path_named("fastest") is None
-    assert burst.path_choices().endswith("adaptive, lifo, 1-6 or all")
+    assert burst.path_choices().endswith(f"lifo, 1-{EXTRA.number} or all")
 
 
 def test_burst_py_reads_what_it_can_of_a_paths_answer() -> None:
@@ -270,7 +276,7 @@ def test_a_knobs_name_is_its_paths_mark_and_its_registered_label() -> None:
     names = knob_names()
     assert names["limited_seats"] == "② 대기석 (개)"
     assert names["memory_cap_bytes"] == "상자: 메모리 상한 (MiB)"
-    assert knob_names((*PATHS, EXTRA))["lifo_depth"] == "⑥ 쌓는 깊이 (개)"
+    assert knob_names((*PATHS, EXTRA))["lifo_depth"] == f"{EXTRA.mark} 쌓는 깊이 (개)"
 
 
 async def test_every_turnable_knob_has_its_korean_name_on_the_instructors_page_and_the_class_page() -> None:
@@ -319,15 +325,15 @@ def test_every_limit_the_page_quotes_is_one_limits_fills_and_a_turned_knob_follo
 
 
 def test_the_metrics_tour_fires_a_burst_at_a_path_it_does_not_size() -> None:
-    """kit/traffic.py (the Grafana and metrics tours) sizes the five; a fifth path gets the default burst."""
+    """kit/traffic.py (the Grafana and metrics tours) sizes the registered paths; a new one gets the default burst."""
     assert burst_size(EXTRA.name) == DEFAULT_BURST
     assert all(burst_size(p.name) >= 3 for p in PATHS)
 
 
-async def test_each_paths_knobs_are_handed_to_its_own_owner_a_sixth_paths_too(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_each_paths_knobs_are_handed_to_its_own_owner_a_new_paths_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The board's table is built from the registry: every knob naming a `retune` keyword is turned on its path's
     owner (whole numbers where the knob says so), with no per-knob entry written anywhere else."""
-    app = sixth_app()
+    app = app_with_extra()
     async with LifespanManager(app):
         lab: Lab = app.state.lab
         turnable = {knob.setting for path in (*PATHS, EXTRA) for knob in path.knobs if knob.retune}
