@@ -201,16 +201,21 @@ class TicketService:
 
     async def _ticket(self, job: Job) -> Ticket:
         now = time.time()
-        for _ in range(3):  # claimed between our two reads: read it again
+        for attempt in range(3):  # claimed between our two reads: read it again
             if job.status is not JobStatus.QUEUED:
                 break
+            claimed = self._local.current  # this box's run before the store's reads
             ahead = await self._store.ahead(job.id)
             if ahead is None:
                 job = await self._store.get(job.id) or job
                 continue
             running = (await self._store.counts())[JobStatus.RUNNING.value]
+            workers = await self._store.live_workers(now)
+            if self._local.current is not claimed and attempt < 2:
+                # Our worker claimed a job meanwhile: read as queued ahead, it may be on the lane too (counted twice).
+                continue
             own_s = self._room.one(job.chars)
-            eta = self.eta_s(ahead, job.chars, await self._store.live_workers(now))
+            eta = self.eta_s(ahead, job.chars, workers)
             backing_off = job.run_at - now + own_s  # a retry waits out its backoff
             return Ticket(job, running + ahead.jobs, max(eta, backing_off))
         if job.status is JobStatus.RUNNING:

@@ -10,11 +10,16 @@ from typing import Any
 
 import httpx
 import pytest
+from asgi_lifespan import LifespanManager
 
 from app.engine.clock import ServiceClock
+from app.jobs.store import Ahead
+from app.lab import Lab
+from app.main import create_app
+from app.settings import Settings
 from tests.fakes import GatedScorer
 from tests.jobs.test_follow_many import EventTap, events_of, lab_app, query
-from tests.jobs.test_lifecycle import job, submit
+from tests.jobs.test_lifecycle import FAST, job, submit
 from tests.waiting import eventually
 
 REVIEW_S = 100.0
@@ -83,6 +88,38 @@ async def test_each_hand_over_streams_the_etas_get_returns(tmp_path: Path) -> No
         await stream_agrees_with_get(tap, client, third, REVIEW_S)
         scorer.open()
         await tap.until(lambda t: t.ended)
+
+
+async def test_a_claim_between_a_tickets_reads_is_counted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ticket's answer reads the jobs ahead from the store, then the lane: if this box's worker claims the job
+    ahead in between and hands it to the lane, that job is in both, and the ticket is promised a review too late
+    (a busy host makes the gap long enough; the stream then promises it too, until its next read)."""
+    scorer = GatedScorer()
+    overrides: dict[str, Any] = {"warmup": False, "job_store": f"sqlite:///{tmp_path / 'jobs.db'}", **FAST}
+    app = create_app(Settings(**overrides), scorer)
+    async with LifespanManager(app) as manager:
+        lab: Lab = app.state.lab
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://lab") as client:
+            await submit(client, "달리는 티켓")
+            await asyncio.to_thread(scorer.wait_entered)
+            await submit(client, "둘째 티켓")
+            third = (await submit(client, "셋째 티켓"))["job_id"]
+            read_ahead, torn = lab.store.ahead, False
+
+            async def ahead_read_before_a_claim(job_id: str) -> Ahead | None:
+                nonlocal torn
+                ahead = await read_ahead(job_id)
+                if not torn:  # the second ticket counted ahead; now the worker claims it and the lane takes it
+                    torn = True
+                    scorer.release()
+                    await asyncio.to_thread(scorer.wait_entered)
+                return ahead
+
+            monkeypatch.setattr(lab.store, "ahead", ahead_read_before_a_claim)
+            polled = await job(client, third)
+            scorer.open()
+    assert torn and polled["position"] == 1, polled
+    assert abs(polled["eta_seconds"] - 2 * REVIEW_S) < SLACK_S, polled  # the second on the lane, then itself
 
 
 async def batched_holds(client: httpx.AsyncClient, reviews: int) -> bool:
