@@ -24,7 +24,6 @@ from app.memory.give_back import GiveBack, malloc_trim
 from app.memory.guard import open_memory_guard
 from app.paths.parts import Drains, InfersBeside, Lives, Parts, Starts, Stops
 from app.paths.pipeline import Pipeline, PipelineSnapshot
-from app.paths.presence import Presence
 from app.paths.registry import PATHS, LabPath, Load, PathSpec
 from app.paths.ticket_worker import TicketWorker
 from app.scorer import calibrate_length, load_scorer, warmup_text
@@ -60,7 +59,6 @@ class Lab:
     speed: SpeedLoop | None = None  # the box's speed loop; None outside the box
     stand_in_bytes: int = 0  # held for the seed's libraries (app/inside/stand_in.py), within the memory shown
     lesson: LessonFeed | None = None  # the class view's record of every path request (LAB_LESSON_RECORD)
-    presence: Presence = field(default_factory=Presence)  # the students in the room lately (fed by the door)
     draining: asyncio.Event = field(default_factory=asyncio.Event)  # set once, by drain()
 
     def path(self, name: str, kind: type[Owner]) -> Owner:
@@ -159,9 +157,7 @@ async def open_lab(
 
             give_back = GiveBack(malloc_trim, busy)
             pipeline.on_leave = give_back.ended
-        presence = Presence()
-        webhooks = open_webhooks(settings, store, manifest)
-        parts = Parts(settings, scorer, lane, pipeline, store, guard, webhooks, presence)
+        parts = Parts(settings, scorer, lane, pipeline, store, guard, open_webhooks(settings, store, manifest))
         for spec in specs:
             paths[spec.name] = build_path(spec, parts)
         for owner in paths.values():
@@ -189,7 +185,6 @@ async def open_lab(
             speed=speed,
             stand_in_bytes=held.size,
             lesson=lesson,
-            presence=presence,
         )
     finally:  # in reverse order of starting
         if give_back is not None:

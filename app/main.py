@@ -17,7 +17,6 @@ from app.inside.report import BoxCollector
 from app.lab import Lab, open_lab
 from app.lesson.record import LessonRecord
 from app.observe.collector import lab_registry
-from app.paths.presence import Presence
 from app.paths.registry import PATHS, PathSpec
 from app.settings import Settings, get_settings
 
@@ -78,17 +77,12 @@ def create_app(
         lab = current_lab()
         return None if lab is None or lab.lesson is None else lab.lesson.record
 
-    def presence() -> Presence | None:
-        lab = current_lab()
-        return None if lab is None else lab.presence
-
     app.add_middleware(
         LabMiddleware,
         max_body_bytes=settings.max_body_bytes,
         requests=app.state.collector.requests,
         routes=routes,
         lesson=lesson_record,
-        presence=presence,
     )
     app.add_middleware(Forwarded, trusted=settings.trusted_proxy)  # outermost: every part sees what the class typed
     install_error_handlers(app)

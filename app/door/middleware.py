@@ -8,12 +8,10 @@ from collections.abc import Callable, Mapping
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.contract import student
 from app.errors import BODY_TOO_LARGE, INTERNAL, ErrorKind, error_body
 from app.lesson.entry import Entry
 from app.lesson.record import LessonRecord
 from app.observe.metrics import RequestTally
-from app.paths.presence import Presence
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +32,14 @@ class LabMiddleware:
         requests: RequestTally,
         routes: Callable[[], Mapping[str, str]],
         lesson: Callable[[], LessonRecord | None] = lambda: None,
-        presence: Callable[[], Presence | None] = lambda: None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.requests = requests
         self.routes = routes  # submitting route → path name, from the running lab's paths
         self.lesson = lesson
-        self.presence = presence
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            self._seen(scope)
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -63,12 +57,6 @@ class LabMiddleware:
         finally:
             if record is not None and entry is not None:
                 record.ended(entry)
-
-    def _seen(self, scope: Scope) -> None:
-        """Any request or socket with a student key says that student is in the room (⑤ keeps places by it)."""
-        presence = self.presence()
-        if presence is not None and (key := student.key_of(scope)) is not None:
-            presence.seen(key)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope["headers"]).get(b"content-length")

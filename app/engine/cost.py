@@ -39,6 +39,11 @@ class LengthCost:
     def samples(self) -> int:
         return len(self._seen)
 
+    @property
+    def largest(self) -> float:
+        """The largest size per inference in the window: past it, the fit is an extrapolation."""
+        return max((chars / reviews for reviews, chars, _ in self._seen), default=0.0)
+
     def observe(self, seconds: float, reviews: int, chars: int) -> None:
         if reviews <= 0 or seconds < 0:
             return

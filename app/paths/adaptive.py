@@ -18,7 +18,6 @@ from app.errors import BoxFull, InferenceFailed
 from app.paths.adaptive_control import Crowd, StandingQueue, VegasLimit, lateness_s, pick
 from app.paths.parts import Parts
 from app.paths.pipeline import Outcome
-from app.paths.presence import Presence
 from app.paths.registry import Load, spec
 
 SPEC = spec("adaptive")
@@ -62,8 +61,8 @@ class AdaptiveGate:
     the lane's backlog, the other paths' held work and ⑤'s own queue; its own review's time comes from its
     tokens (what the lane runs), learnt from ⑤'s own inferences. It is refused at once (429 `over_target`)
     when no order of the waiters could keep that promise and every promise already made; an idle lane
-    takes anyone. A student's second request in a crowd must also leave a place for each classmate
-    present who has not come yet (`Crowd`). While the queue drains it is served in order; while it
+    takes anyone. A student's second request in a crowd's first moment is judged only after that moment,
+    once classmates' first requests have been (`Crowd`). While the queue drains it is served in order; while it
     stands (CoDel's verdict, `StandingQueue`), newest first (so those served are still wanted), except
     when serving the newest would break an older waiter's promise: nobody admitted is refused later.
     The limit on the lane follows its latency (`VegasLimit`), so ⑤ keeps the lane busy alone and backs
@@ -81,13 +80,13 @@ class AdaptiveGate:
         target_reviews: float,
         interval_reviews: float,
         tokens: TokenCount | None = None,
-        presence: Presence | None = None,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lane = lane
         self._tokens = tokens
-        self._presence = presence or Presence(now=now)
         self._crowd = Crowd()
+        self._repeats: deque[asyncio.Future[None]] = deque()  # second requests held through a crowd's first moment
+        self._settle_timer: asyncio.TimerHandle | None = None
         self._own_cost = LengthCost()  # seconds ≈ a + b × tokens, from ⑤'s own inferences
         self._room = lane.room
         self._target_reviews = target_reviews
@@ -133,8 +132,8 @@ class AdaptiveGate:
         return [w.cost_s for w in (*self._going, *order)]
 
     def ahead_s(self) -> float:
-        """Seconds of work ahead of a newcomer: the lane's backlog and all ⑤ holds."""
-        return self._room.after_reviews(0) + sum(self.held_s())
+        """Seconds of work ahead of a newcomer: the lane's backlog, the other paths' held work and all ⑤ holds."""
+        return self._lane_ahead_s(len(self._queue) + 1) + sum(w.cost_s for w in self._queue)
 
     def load(self) -> Load:
         details = {
@@ -157,28 +156,42 @@ class AdaptiveGate:
 
     def cost_s(self, text: str) -> tuple[int | None, float]:
         """A review's tokens and its predicted seconds on the lane: from its tokens once ⑤'s own inferences
-        can tell long from short, from its characters (the lane's shared clock) until then."""
+        can tell long from short, from its characters (the lane's shared clock) until then. Longer than any
+        review ⑤ has measured, never less than its characters say: a line fitted on short reviews runs under
+        a long one's cost (attention grows faster than its tokens), and a review predicted short makes those
+        admitted behind it late, while one predicted long only turns away newcomers who could not have
+        started in time anyway (the lane's remainder drops to nothing when it ends)."""
+        by_chars = self._room.one(len(text))
         tokens = None if self._tokens is None else self._tokens(text)
         fit = self._own_cost.fit
-        if tokens is not None and fit is not None:
-            return tokens, fit.seconds(1, tokens)
-        return tokens, self._room.one(len(text))
+        if tokens is None or fit is None:
+            return tokens, by_chars
+        by_tokens = fit.seconds(1, tokens)
+        return tokens, by_tokens if tokens <= self._own_cost.largest else max(by_tokens, by_chars)
+
+    def learn(self, tokens: int, seconds: float) -> None:
+        """One of ⑤'s reviews took `seconds` on the lane: what its tokens cost."""
+        self._own_cost.observe(seconds, 1, tokens)
 
     async def run(self, text: str, student: str | None = None) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""
-        arrived, now = time.monotonic(), self._now()
+        arrived, came = time.monotonic(), self._now()
         tokens, cost_s = self.cost_s(text)
         self._arriving_s += ARRIVING_WEIGHT * (cost_s - self._arriving_s)
         ahead_s = self.ahead_s()
-        standing = self._look(ahead_s)
-        start_by = now + self.bound_s(standing)
-        admitted = Admitted(tokens, now, cost_s, start_by, start_by + cost_s + SLACK_S)
-        kept = self._crowd.arrive(student, self._standing.busy_since, now - self.interval_s, self._presence.present)
-        late_s = self._late_s([*self._queue, admitted, *self._places(kept, start_by)])
+        standing = self._look(ahead_s)  # CoDel sees each arrival once, as it comes
+        held = False
+        if self._crowd.repeat(student, self._standing.busy_since) and self._young(came):
+            await self._after_first_moment()
+            held = True
+            ahead_s, standing = self.ahead_s(), self.standing
+        now = self._now()
+        start_by = came + self.bound_s(standing)  # the promise runs from its arrival, a repeat's hold included
+        admitted = Admitted(tokens, came, cost_s, start_by, start_by + cost_s + SLACK_S)
+        late_s = self._late_s([*self._queue, admitted])
         if late_s > ON_TIME_S and ahead_s > 0:  # an idle lane takes anyone, however long its review
-            if not kept or self._late_s([*self._queue, admitted]) > ON_TIME_S:  # the load, not a place kept
-                self._standing.refused(now)
-            raise self._refusal(late_s, standing, arrived, kept)
+            self._standing.refused(now)
+            raise self._refusal(late_s, standing, arrived, held)
         self._queue.append(admitted)
         self._room.changed()
         self._dispatch()
@@ -197,26 +210,47 @@ class AdaptiveGate:
             raise
         self._done(admitted, result.queued_s + result.infer_s)
         if admitted.tokens is not None:
-            self._own_cost.observe(result.infer_s, 1, admitted.tokens)
+            self.learn(admitted.tokens, result.infer_s)
         return Outcome(result.ranking(0), result.started_at - arrived, result.infer_s)
 
     def _look(self, ahead_s: float) -> bool:
         idle = not (self._lane.busy or self._lane.pending_reviews or self._queue or self._going)
         return self._standing.seen(self._now(), ahead_s, idle=idle, target_s=self.target_s, interval_s=self.interval_s)
 
-    def _places(self, kept: int, start_by: float) -> list[tuple[float, float]]:
-        """The places kept for classmates not come yet, as waiters: a review of the kind arriving now, each
-        promised the same start as the newcomer."""
-        return [(self._arriving_s, start_by)] * kept
+    def _young(self, now: float) -> bool:
+        """In a crowd's first moment: the box went busy less than one target's time ago."""
+        return now - self._standing.busy_since < self.target_s
 
-    def _late_s(self, waiting: list[Admitted | tuple[float, float]]) -> float:
-        """How late the most-late of `waiting` (admitted, or (seconds, start by) kept places) would start in
-        the best order, behind the lane's backlog, the other paths' held work and those let through (0 or
-        less: every promise can be kept)."""
+    async def _after_first_moment(self) -> None:
+        """Hold a repeat until the crowd's first moment is over (or the lane would idle), then let it be judged:
+        classmates' first requests arriving meanwhile are judged first. Holds are let go in arrival order."""
+        turn = asyncio.get_running_loop().create_future()
+        self._repeats.append(turn)
+        if self._settle_timer is None:
+            left_s = max(self._standing.busy_since + self.target_s - self._now(), 0.0)
+            self._settle_timer = asyncio.get_running_loop().call_later(left_s, self.settle)
+        try:
+            await turn
+        finally:
+            if turn in self._repeats:
+                self._repeats.remove(turn)
+
+    def settle(self) -> None:
+        """The crowd's first moment is over: the repeats held through it go to be judged, in the order they came."""
+        if self._settle_timer is not None:
+            self._settle_timer.cancel()
+            self._settle_timer = None
+        while self._repeats:
+            turn = self._repeats.popleft()
+            if not turn.done():
+                turn.set_result(None)
+
+    def _late_s(self, waiting: list[Admitted]) -> float:
+        """How late the most-late of `waiting` would start in the best order, behind the lane's backlog, the other
+        paths' held work and those let through (0 or less: every promise can be kept)."""
         now = self._now()
         ahead_s = self._lane_ahead_s(len(self._queue) + 1)
-        starts = (w if isinstance(w, tuple) else (w.cost_s, w.start_by) for w in waiting)
-        return lateness_s(ahead_s, ((cost_s, start_by - now) for cost_s, start_by in starts))
+        return lateness_s(ahead_s, ((w.cost_s, w.start_by - now) for w in waiting))
 
     def _lane_ahead_s(self, turns: int) -> float:
         """Seconds before the lane reaches ⑤'s queue: its backlog, those let through, and what the other paths
@@ -257,6 +291,12 @@ class AdaptiveGate:
         elif admitted in self._queue:
             self._queue.remove(admitted)
         self._dispatch()
+        self._settle_if_idle()
+
+    def _settle_if_idle(self) -> None:
+        """Repeats held while ⑤ has nothing left on the lane or waiting: the lane would idle for nobody."""
+        if self._repeats and not self._queue and self._on_lane == 0:
+            self.settle()
 
     def _done(self, admitted: Admitted, on_lane_s: float) -> None:
         """Answered: its time on the lane (its wait there included) teaches the limit; its place goes on."""
@@ -264,11 +304,13 @@ class AdaptiveGate:
         self._late += self._now() > admitted.answer_by
         self._limit.sample(on_lane_s, admitted.cost_s, demand=bool(self._queue))
         self._dispatch()
+        self._settle_if_idle()
 
-    def _refusal(self, late_s: float, standing: bool, arrived: float, kept: int) -> BoxFull:
-        """At the door, before any wait: `Retry-After` is when a newcomer would fit if nothing else arrived."""
+    def _refusal(self, late_s: float, standing: bool, arrived: float, held: bool) -> BoxFull:
+        """At the door (a repeat: once the crowd's first moment is over): `Retry-After` is when a newcomer would
+        fit if nothing else arrived."""
         self._refused["over_target"] += 1
-        why = f", keeping a place for {kept} classmates not come yet" if kept else ""
+        why = ", after classmates' first requests in this crowd" if held else ""
         order = "newest first" if standing else "in order"
         message = (
             f"⑤'s queue ({order}) could not answer you within its target without making someone admitted late{why}; "
@@ -285,5 +327,4 @@ def build(parts: Parts) -> AdaptiveGate:
         target_reviews=settings.adaptive_target_reviews,
         interval_reviews=settings.adaptive_interval_reviews,
         tokens=token_counter(parts.scorer),
-        presence=parts.presence,
     )

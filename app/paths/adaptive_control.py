@@ -1,11 +1,11 @@
 """⑤'s controllers, pure and clock-free: CoDel's "is the queue standing?", a Vegas-like concurrency limit,
-the promise check that keeps newest-first from making anyone late, and the crowd that keeps classmates' places.
+the promise check that keeps newest-first from making anyone late, and who has come in a crowd.
 
 Each takes the time as an argument, so tests drive them with a fake clock; app/paths/adaptive.py
 owns the queue and asks them (docs/adaptive.md says where they depart from their sources).
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -57,12 +57,12 @@ class StandingQueue:
 class Crowd:
     """Who has come to ⑤ in this crowd: since the box last went from idle to busy.
 
-    A student's first request in a crowd is judged on the work ahead alone. A second one, while the crowd
-    is young (it began within an interval), must also leave a place for every classmate present (seen on
-    any request lately) who has not come yet: without that, whoever clicks first with twelve takes every
-    place before a classmate's one arrives a few hundred milliseconds later. Once the crowd is older than
-    an interval, nothing is kept: a stream is served as it comes, and the lane never idles for someone who
-    is not coming. Requests without a student key are nobody's: nothing is kept for them or against them.
+    In a crowd's first moments (a class pressing together on a cue arrives over a second or so), a
+    student's second and later requests are not judged yet: they wait until that moment is over, or
+    until the lane would otherwise idle, and are then judged in the order they came against the room
+    left. Every student's first request is judged at once. Without this, whoever clicks first with
+    twelve takes every place before classmates' one each arrive a few hundred milliseconds later.
+    Requests without a student key are each their own: judged at once.
     """
 
     MAX_STUDENTS = 2_000  # a bound on memory against made-up keys, far above a class
@@ -71,20 +71,17 @@ class Crowd:
         self.since: float | None = None
         self.came: set[str] = set()
 
-    def arrive(
-        self, student: str | None, busy_since: float, young_after: float, present: Callable[[], set[str]]
-    ) -> int:
-        """Places to keep for classmates before admitting `student`'s request (0 for a first one)."""
+    def repeat(self, student: str | None, busy_since: float) -> bool:
+        """Whether this is `student`'s second or later request in the crowd that began at `busy_since`."""
         if busy_since != self.since:
             self.since, self.came = busy_since, set()
         if student is None:
-            return 0
-        repeat = student in self.came
+            return False
+        if student in self.came:
+            return True
         if len(self.came) < self.MAX_STUDENTS:
             self.came.add(student)
-        if not repeat or busy_since < young_after:
-            return 0
-        return len(present() - self.came - {student})
+        return False
 
 
 def lateness_s(start_s: float, waiters: Iterable[tuple[float, float]]) -> float:

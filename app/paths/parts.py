@@ -16,7 +16,6 @@ from app.jobs.store import JobStore
 from app.jobs.webhooks import WebhookDispatcher
 from app.memory.guard import MemoryGuard
 from app.paths.pipeline import Pipeline
-from app.paths.presence import Presence
 from app.settings import Settings
 
 
@@ -31,7 +30,6 @@ class Parts:
     store: JobStore
     guard: MemoryGuard | None  # ①'s, measured at start-up; None when off
     webhooks: WebhookDispatcher | None = None
-    presence: Presence | None = None  # the students in the room lately (the door sees every key)
 
 
 @runtime_checkable

@@ -184,8 +184,9 @@ PATHS: tuple[PathSpec, ...] = (
                  "adaptive_interval_reviews", retune="interval_reviews"),
         ),
         gives_up=GivesUp(
-            "포기한 것: 공정함. {refused}/{size}개 거절(가장 늦은 거절 {slowest_429}), 줄이 서 있으면 새로 온 요청부터 "
-            "처리해 먼저 온 요청은 약속한 시간 안에서 뒤로 밀리고 긴 리뷰가 먼저 거절됨, 받은 {served}개 p95 {p95}",
+            "포기한 것: 먼저 온 순서. {refused}/{size}개 거절(가장 늦은 거절 {slowest_429}), 줄이 서 있으면 새로 온 "
+            "요청부터 처리해 먼저 온 요청은 약속한 시간 안에서 뒤로 밀리고, 한 사람의 두 번째 요청부터는 "
+            "친구들의 첫 요청 뒤에 판단함, 받은 {served}개 p95 {p95}",
             "포기한 것: 이번엔 없음. 줄이 목표 안에 빠져 {served}개 모두 받음 (더 몰리면 거절)",
         ),
     ),

@@ -13,7 +13,6 @@ from app.engine.lane import InferenceLane
 from app.errors import BoxFull, retry_after_header
 from app.paths.adaptive import AdaptiveGate
 from app.paths.pipeline import Outcome
-from app.paths.presence import Presence
 from tests.fakes import GatedScorer
 from tests.strategies.test_holds import Clock
 from tests.waiting import eventually
@@ -21,11 +20,9 @@ from tests.waiting import eventually
 Tasks = list["asyncio.Task[Outcome]"]
 
 
-def gate_of(
-    lane: InferenceLane, clock: Clock, *, target: float = 2, interval: float = 4, presence: Presence | None = None
-) -> AdaptiveGate:
+def gate_of(lane: InferenceLane, clock: Clock, *, target: float = 2, interval: float = 4) -> AdaptiveGate:
     """Target 2 reviews: while the queue drains a newcomer is promised a start within 4 reviews, once it stands 2."""
-    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, presence=presence, now=clock)
+    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, now=clock)
 
 
 async def admit(gate: AdaptiveGate, texts: list[str]) -> Tasks:
@@ -196,33 +193,57 @@ async def test_the_instructor_retunes_the_bounds(steady_lane: InferenceLane) -> 
     assert gate.interval_s == 3.0  # never shorter than the target
 
 
-async def test_one_students_crowd_leaves_a_place_for_each_classmate_present(
+async def test_in_a_crowds_first_moment_one_students_repeats_wait_for_classmates_first_requests(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
-    """Five places (a start within 4 reviews): a's five at once would take them all; with b and c in the room, a's
-    later ones must leave them a place each, and b's and c's single requests, arriving after a's, get in."""
-    clock = Clock()
-    presence = Presence(now=clock)
-    for student in ("a", "b", "c"):
-        presence.seen(student)
-    gate = gate_of(steady_lane, clock, presence=presence)
-    first = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(3)]
+    """Five places (a start within 4 reviews): a's five at once would take them all. a's first is judged at once, its
+    repeats are held; b's and c's first requests, arriving after, get places; then a's repeats take what is left."""
+    gate = gate_of(steady_lane, Clock())
+    mine = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(5)]
+    await holding(gate, 1)
+    theirs = [asyncio.create_task(gate.visit(s).run(f"{s}의 리뷰")) for s in ("b", "c")]
     await holding(gate, 3)
-    with pytest.raises(BoxFull) as caught:
-        await gate.visit("a").run("a의 네 번째")  # a fourth would take b's or c's place
-    assert "2 classmates" in str(caught.value)
-    rest = [asyncio.create_task(gate.visit(s).run(f"{s}의 리뷰")) for s in ("b", "c")]
+    assert not any(t.done() for t in mine)  # a's repeats not judged yet: neither admitted nor refused
+    gate.settle()  # the crowd's first moment is over (the gate's timer does this after one target's time)
     await holding(gate, 5)
+    refusals = await asyncio.gather(*mine[3:], return_exceptions=True)
+    assert all(isinstance(r, BoxFull) and "classmates' first requests" in str(r) for r in refusals)
     scorer.open()
-    answered = await asyncio.gather(*first, *rest)
+    answered = await asyncio.gather(*mine[:3], *theirs)
     assert [o.ranking[0].id for o in answered[3:]] == ["echo:b의 리뷰", "echo:c의 리뷰"]
 
 
-async def test_without_classmates_present_a_students_crowd_takes_every_place(
+async def test_a_students_repeats_go_at_once_when_the_lane_would_otherwise_idle(
     steady_lane: InferenceLane, scorer: GatedScorer
 ) -> None:
-    gate = gate_of(steady_lane, Clock())  # nobody else in the room: nothing kept, the lane's places are a's
-    tasks = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(5)]
-    await holding(gate, 5)
+    gate = gate_of(steady_lane, Clock())  # nobody else comes: a's repeats are let go when its first is answered
+    tasks = [asyncio.create_task(gate.visit("a").run(f"a의 리뷰 {i}")) for i in range(3)]
+    await holding(gate, 1)
     scorer.open()
-    assert len(await asyncio.gather(*tasks)) == 5
+    assert len(await asyncio.gather(*tasks)) == 3
+    assert gate.load().refusals == {"over_target": 0}
+
+
+async def test_the_other_paths_held_work_is_ahead_of_a_newcomer(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
+    """② holds five seated reviews for the lane's next turns: they take turns with ⑤'s, so a fourth ⑤ newcomer
+    would start 5 reviews from now (two of ⑤'s and three of ②'s ahead): past the 4 it is promised."""
+    steady_lane.room.share("limited", lambda: [1.0] * 5)
+    gate = gate_of(steady_lane, Clock())
+    tasks = await admit(gate, ["가", "나", "다"])
+    await on_lane(scorer, 1)
+    await refused(gate, "라")
+    scorer.open()
+    await asyncio.gather(*tasks)
+
+
+def test_a_review_longer_than_any_measured_is_never_predicted_under_its_characters(steady_lane: InferenceLane) -> None:
+    """A line fitted on short reviews runs under a long one's cost: past the longest measured, the characters'
+    prediction is the floor (a review predicted short makes those behind it late)."""
+    gate = AdaptiveGate(steady_lane, target_reviews=2, interval_reviews=4, tokens=len, now=Clock())
+    for tokens in (10, 20, 30, 40, 10, 20):
+        gate.learn(tokens, 0.1 + 0.001 * tokens)  # 0.1 s + 1 ms a token, as measured on short reviews
+    by_chars = steady_lane.room.one(400)  # the lane's shared clock: 1 s a review here
+    assert gate.cost_s("가" * 40) == (40, pytest.approx(0.14))  # within what was measured: its tokens alone
+    assert gate.cost_s("가" * 400) == (400, pytest.approx(by_chars))  # past it: the line says 0.5 s, the floor 1 s

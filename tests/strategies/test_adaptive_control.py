@@ -85,20 +85,11 @@ def test_the_newest_goes_first_unless_that_makes_an_older_waiter_late() -> None:
     assert pick(already_late, 1.0, newest=True) == 1
 
 
-def test_a_crowd_keeps_places_for_classmates_present_only_against_a_students_second_request() -> None:
-    crowd, present = Crowd(), {"a", "b", "c"}
-    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 0  # a's first: judged on the work ahead alone
-    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 2  # a's second: b and c have not come yet
-    assert crowd.arrive("b", 10.0, 6.0, lambda: present) == 0
-    assert crowd.arrive("a", 10.0, 6.0, lambda: present) == 1  # only c is still to come
-    assert crowd.arrive(None, 10.0, 6.0, lambda: present) == 0  # a client without a key: nobody's, nothing kept
-
-
-def test_an_old_crowd_keeps_nothing_and_a_new_one_starts_afresh() -> None:
-    crowd, present = Crowd(), {"a", "b"}
-    crowd.arrive("a", 10.0, 6.0, lambda: present)
-    assert (
-        crowd.arrive("a", 10.0, 10.5, lambda: present) == 0
-    )  # busy for over an interval: a stream, served as it comes
-    assert crowd.arrive("a", 20.0, 16.0, lambda: present) == 0  # the box went idle and busy again: a's first here
+def test_a_students_second_request_in_a_crowd_is_a_repeat_and_a_keyless_one_never_is() -> None:
+    crowd = Crowd()
+    assert not crowd.repeat("a", 10.0)  # a's first: judged at once
+    assert crowd.repeat("a", 10.0)
+    assert not crowd.repeat("b", 10.0)
+    assert not crowd.repeat(None, 10.0) and not crowd.repeat(None, 10.0)  # no key: each request its own
+    assert not crowd.repeat("a", 20.0)  # the box went idle and busy again: a new crowd, a's first in it
     assert crowd.came == {"a"}
