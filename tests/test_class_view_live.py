@@ -97,9 +97,13 @@ def test_each_request_is_on_the_class_view_once_as_its_student_saw_it(
     )
 
     view.wait_for_function(f"document.getElementById('class-canvas').dataset.requests === '{len(records)}'")
-    lanes = view.locator("#class-lanes li")
-    # Lanes stand in order of first arrival, which three pages firing one after another do not fix on a busy host.
-    assert lanes.count() == 4 and any(t.startswith("민지: 요청 8개") for t in lanes.all_inner_texts())
+    # Lanes stand in order of first arrival, which three pages firing one after another do not fix on a busy host;
+    # a lane's words are redrawn on the view's next tick after its canvas, so they are waited for, not read once.
+    view.wait_for_function(
+        "[...document.querySelectorAll('#class-lanes li')].some((li) => li.innerText.startsWith('민지: 요청 8개'))",
+        timeout=GUARD_MS,
+    )
+    assert view.locator("#class-lanes li").count() == 4
     for path, refusals in stats["rejections"].items():
         tally = view.evaluate(READ_TALLY, path)
         assert int(tally[5]) == sum(r["path"] == path for r in records)  # the lesson's requests on the path
