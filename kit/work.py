@@ -204,8 +204,8 @@ class WorkMeter:
 
 
 def mixed(seed: int, shorts: int, longs: int, long_chars: int) -> list[str]:
-    """`shorts` sample reviews and `longs` long ones spread evenly among them, drawn as a stream of that mix draws
-    them (kit/load.py `TextSource`): a sample of the mix in its exact proportions, the same for a seed."""
+    """`shorts` sample reviews and `longs` long ones spread evenly among them, made as a stream makes them
+    (kit/load.py `TextSource`, tags included): a sample of a mix in exact proportions, the same for a seed."""
     source = TextSource(0, seed, long_chars=long_chars)
     short = iter([source.short() for _ in range(shorts)])
     long = iter([source.long() for _ in range(longs)])

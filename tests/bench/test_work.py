@@ -22,7 +22,7 @@ TINY = Path(__file__).parents[1] / "assets" / "tiny-reranker"
 
 
 def curve_s(tokens: int) -> float:
-    """The twin's shape on 2026-12-05's host: 21 tokens 0.36 s, 63 tokens 0.99 s, 512 tokens 11.0 s."""
+    """The twin's shape on 2026-12-05's host: 21 tokens 0.35 s, 63 tokens 0.99 s, 512 tokens 11.0 s."""
     return 0.05 + 0.014 * tokens + 1.45e-5 * tokens * tokens
 
 
