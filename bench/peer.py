@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -51,6 +52,7 @@ from kit.host import machine, model_line
 from kit.load import Fate, LoadConfig, LoadResult, TextSource, category_of, run_load
 from kit.measure import PeakRss, tree
 from kit.serverproc import free_port, wait_healthy
+from kit.work import LaneCost, Lengths, WorkMeter, mix_sample, mixed
 
 CURVE = PROJECT_ROOT / "static" / "batching-curve.json"
 ROUTES = {
@@ -67,6 +69,8 @@ INFINITY_PYTHON = PROJECT_ROOT / ".venv-infinity" / "bin" / "python"
 # Under the lab's 2,000-character limit, past the model's 512 positions: the lab truncates to 512
 # tokens; Infinity truncates to 514 (max_position_embeddings) and its inference thread dies.
 LONG_TOKENS_TEXT = ("배송이 빠르고 포장이 꼼꼼해서 정말 만족스러운 구매였습니다. " * 60)[:1990]
+# Long reviews measured one at a time beside the pool's when a stream mixes them in: the fit must reach 512 tokens.
+LONG_MEASURED = 3
 
 
 WINDOW_S = 0.5  # CPU use is judged over this long: a 50 ms pair of samples sees one 10 ms clock tick as 20 %
@@ -169,52 +173,44 @@ def body(server: str, text: str) -> dict[str, object]:
     return {"text": text}
 
 
-def scenarios(capacity: float, duration_s: float, seed: int = 1) -> dict[str, LoadConfig]:
+def scenarios(
+    capacity: float, duration_s: float, seed: int = 1, *, long_share: float = 0.0, long_chars: int = 2000
+) -> dict[str, LoadConfig]:
     """Burst scenarios send once and wait; open loops send for `duration_s` at a multiple of capacity.
 
     Every scenario carries a text seed, so both servers get the same reviews in the same order:
     one sample review costs 0.34-2.19 s on the core, and two random draws of 12 differ in total
     work by up to ±40 %, which is the size of the gap they would be read as (docs/batching.md).
+    `long_share` mixes long reviews of `long_chars` into every scenario's reviews.
     """
-    plans = {
-        f"burst {n}": LoadConfig(
-            url="", path="", mode="open", burst=n, every_s=1e9, duration_s=1.0, drain_s=300, seed=seed
-        )
-        for n in (12, 50)
-    }
-    plans[f"open 0.8× ({0.8 * capacity:.2f}/s, {duration_s:g} s)"] = LoadConfig(
-        url="", path="", mode="open", rate=0.8 * capacity, duration_s=duration_s, drain_s=240, seed=seed
+    mix = LoadConfig(url="", path="", mode="open", seed=seed, long_share=long_share, long_chars=long_chars)
+    plans = {f"burst {n}": replace(mix, burst=n, every_s=1e9, duration_s=1.0, drain_s=300) for n in (12, 50)}
+    plans[f"open 0.8× ({0.8 * capacity:.2f}/s, {duration_s:g} s)"] = replace(
+        mix, rate=0.8 * capacity, duration_s=duration_s, drain_s=240
     )
     # The streams ⑤ is judged on (docs/adaptive.md): below capacity nothing should be refused, above it
     # the servers that never refuse keep clients waiting until they give up at 30 s.
     for times in (2, 0.5, 5):
-        plans[f"open {times:g}× Poisson ({times * capacity:.2f}/s, {duration_s:g} s, 30 s timeout)"] = LoadConfig(
-            url="",
-            path="",
-            mode="open",
-            rate=times * capacity,
-            duration_s=duration_s,
-            drain_s=40,
-            seed=seed,
-            poisson=True,
-            timeout_s=30.0,
+        plans[f"open {times:g}× Poisson ({times * capacity:.2f}/s, {duration_s:g} s, 30 s timeout)"] = replace(
+            mix, rate=times * capacity, duration_s=duration_s, drain_s=40, poisson=True, timeout_s=30.0
         )
     return plans
 
 
-def one_at_a_time(url: str, server: str, count: int, seed: int) -> LoadResult:
-    """`count` reviews, each sent when the previous one is answered: the same texts, in order, for every server."""
-    texts, outcomes = TextSource(0, seed), []
-    config = LoadConfig(url=url, path=ROUTES[server], mode="closed", concurrency=1, seed=seed)
+def one_at_a_time(url: str, server: str, texts: Sequence[str]) -> LoadResult:
+    """`texts`, each sent when the previous one is answered: the same texts, in order, for every server."""
+    outcomes = []
+    config = LoadConfig(url=url, path=ROUTES[server], mode="closed", concurrency=1)
     t0 = time.monotonic()
     with httpx.Client(base_url=url, timeout=120) as client:
-        for _ in range(count):
+        for text in texts:
             due = time.monotonic() - t0
             try:
-                status = client.post(ROUTES[server], json=body(server, texts.next())).status_code
-                outcomes.append(Fate(due, time.monotonic() - t0 - due, category_of(status), status))
+                status = client.post(ROUTES[server], json=body(server, text)).status_code
+                outcomes.append(Fate(due, time.monotonic() - t0 - due, category_of(status), status, text=text))
             except httpx.HTTPError as error:
-                outcomes.append(Fate(due, time.monotonic() - t0 - due, "client_timeout", detail=repr(error)))
+                late = Fate(due, time.monotonic() - t0 - due, "client_timeout", detail=repr(error), text=text)
+                outcomes.append(late)
     return LoadResult(config, "", outcomes)
 
 
@@ -226,7 +222,8 @@ def run_one(server: str, scenario: str, run: int, config: LoadConfig, options: a
         ):
             busy_after: float | None = None
             if scenario.startswith(ONE_AT_A_TIME):
-                result = one_at_a_time(process.url, server, options.one_count, options.seed)
+                first = TextSource(0, options.seed)
+                result = one_at_a_time(process.url, server, [first.next() for _ in range(options.one_count)])
             else:
                 config.url, config.path = process.url, ROUTES[server]
                 config.rerank_documents = TOPICS if server == INFINITY else None
@@ -235,7 +232,7 @@ def run_one(server: str, scenario: str, run: int, config: LoadConfig, options: a
                     busy_after = busy_after_s(rss, time.monotonic())
             died = process.answers()
         sizes = [int(line) for line in (Path(scratch) / "batches.log").read_text(encoding="utf-8").split()]
-        row = row_of(server, scenario, run, result, sizes, rss.peak, busy_after, died)
+        row = row_of(server, scenario, run, result, sizes, rss.peak, busy_after, died, options.meter)
         if server == INFINITY:
             row.mean_batch = None  # it batches pairs inside and says nothing about it
         return row
@@ -270,19 +267,47 @@ def lab_shape(args: argparse.Namespace) -> str:
     return f"one review in {shape['one_review']} per call, a batch in {shape['batch']} ({shape['source']})"
 
 
-def measured_capacity(model_dir: Path, core: int, count: int, seed: int) -> tuple[float, float]:
-    """(reviews per second, mean seconds per review) on the pinned core, one at a time through the lab's ②
-    (HTTP included), measured now: what `--measure-capacity` and bench.adaptive scale their loads by."""
+def measured_one_at_a_time(model_dir: Path, core: int, texts: Sequence[str]) -> list[tuple[str, float]]:
+    """Each text and its seconds through the lab's ② one at a time on the pinned core (HTTP included), measured
+    now: what `--measure-capacity` and bench.adaptive fit each review's cost on (kit/work.py)."""
     with (
         tempfile.TemporaryDirectory() as scratch,
         PinnedServer(LAB_LIMITED, model_dir, core, Path(scratch), Path()) as lab,
     ):
-        result = one_at_a_time(lab.url, LAB_LIMITED, count, seed)
-    served = [o.latency_s for o in result.outcomes if o.category == "ok"]
+        result = one_at_a_time(lab.url, LAB_LIMITED, texts)
+    served = [(o.text, o.latency_s) for o in result.outcomes if o.category == "ok" and o.text is not None]
     if not served:
         raise RuntimeError("no review was answered one at a time: no capacity to scale the loads by")
-    mean_s = sum(served) / len(served)
-    return 1 / mean_s, mean_s
+    return served
+
+
+def lane_cost(measured: Sequence[tuple[str, float]], lengths: Lengths, offered: Sequence[str]) -> LaneCost:
+    """The fit on the reviews measured, and the capacity it gives over the mix `offered`."""
+    sizes = lengths.of([text for text, _ in measured])
+    return LaneCost.of(list(zip(sizes, (s for _, s in measured), strict=True)), lengths.of(offered))
+
+
+def measured_capacity(
+    model_dir: Path, core: int, count: int, seed: int, *, long_share: float = 0.0, long_chars: int = 2000
+) -> WorkMeter:
+    """The lane's cost per review, fitted on `count` reviews of the pool (and, with a long mix, `LONG_MEASURED`
+    long ones) sent one at a time, and its capacity over the mix a stream with that seed offers."""
+    longs = LONG_MEASURED if long_share > 0 else 0
+    measured = measured_one_at_a_time(model_dir, core, mixed(seed, count, longs, long_chars))
+    lengths = Lengths(model_dir)
+    return WorkMeter(lengths, lane_cost(measured, lengths, mix_sample(seed, long_share, long_chars)))
+
+
+def how_capacity(args: argparse.Namespace) -> str:
+    """Where the capacity came from, for the report's header."""
+    if args.meter is None:
+        return " (given)" if args.capacity else " (from the cost curve; served work needs --measure-capacity)"
+    fit = args.meter.cost.fit
+    return (
+        f" (1 / the mean one-at-a-time cost over the mix offered, {args.meter.cost.one_review_s:.3f} s, fitted on "
+        f"{fit.samples} reviews measured through ② one at a time: "
+        f"{fit.a_s:.3f} + {fit.b_s:.5f}·x + {fit.c_s:.2e}·x² s, x in {fit.unit}, worst error {fit.worst_error:.0%})"
+    )
 
 
 def capacity_from_curve(path: Path) -> float:
@@ -320,7 +345,11 @@ def main() -> None:
     parser.add_argument(
         "--infinity-python", type=Path, default=INFINITY_PYTHON, help="the venv with the extra `infinity`"
     )
-    parser.add_argument("--one-count", type=int, default=12, help="reviews in the one-at-a-time scenario")
+    parser.add_argument(
+        "--one-count", type=int, default=12, help="reviews one at a time: the scenario, and the capacity's sample"
+    )
+    parser.add_argument("--long-share", type=float, default=0.0, help="share of long reviews mixed into the loads")
+    parser.add_argument("--long-chars", type=int, default=2000, help="characters of each long review")
     parser.add_argument("--long-probe", action="store_true", help="first send each server a review past 512 tokens")
     args = parser.parse_args()
     if args.core is None:
@@ -331,17 +360,21 @@ def main() -> None:
     if INFINITY in args.servers and not args.infinity_python.exists():
         parser.error(f"{args.infinity_python} missing: `just setup-infinity` installs the extra `infinity` there")
     keep_off(args.core)  # the client runs beside the servers, never on their core
+    args.meter = None  # served work needs each review's cost, measured here
     if args.capacity:
         capacity = args.capacity
     elif args.measure_capacity:
-        capacity, _ = measured_capacity(args.model_dir, args.core, args.one_count, args.seed)
+        args.meter = measured_capacity(
+            args.model_dir, args.core, args.one_count, args.seed, long_share=args.long_share, long_chars=args.long_chars
+        )
+        capacity = args.meter.cost.capacity_per_s
     else:
         capacity = capacity_from_curve(CURVE)
     started, load_at_start = datetime.now(UTC), os.getloadavg()
     shape = lab_shape(args)  # also measures and caches the shape if this host has not yet: before any timing
     probe = long_review_probe(args) if args.long_probe else []
     plans = {f"{ONE_AT_A_TIME} ({args.one_count} reviews)": LoadConfig(url="", path="", mode="closed")}
-    plans |= scenarios(capacity, args.duration, args.seed)
+    plans |= scenarios(capacity, args.duration, args.seed, long_share=args.long_share, long_chars=args.long_chars)
     rows: list[Row] = []
     for scenario, config in plans.items():
         if args.only and not any(scenario.startswith(prefix) for prefix in args.only):
@@ -364,9 +397,13 @@ def main() -> None:
         f"Load average (1/5/15 min) at the start "
         f"{load_at_start[0]:.1f}/{load_at_start[1]:.1f}/{load_at_start[2]:.1f}, "
         f"at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
-        f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s. "
+        f"Model: {model_line(args.model_dir)}. Capacity one review at a time: {capacity:.2f}/s{how_capacity(args)}. "
         f"The lab's call shape: {shape}."
     )
+    if args.long_share:
+        header += (
+            f" {args.long_share:.0%} of the reviews are {args.long_chars:,} characters long (sample reviews joined)."
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     summaries = summarize(rows)
     pairs = all_pairs(rows)
@@ -379,6 +416,9 @@ def main() -> None:
     payload = {
         "header": header,
         "capacity_per_s": capacity,
+        "cost_fit": args.meter.cost.fit.row() if args.meter else None,
+        "long_share": args.long_share,
+        "long_chars": args.long_chars,
         "summaries": [asdict(s) for s in summaries],
         "targets": [asdict(c) for c in checks],
         "paired": [asdict(p) for p in pairs],

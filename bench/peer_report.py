@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kit.load import LoadResult, percentile
+from kit.work import WorkMeter
 
 LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
 LAB_LIMITED, INFINITY = "lab ② limited", "Infinity 0.0.78"
@@ -42,6 +43,13 @@ class Row:
     # Seconds the server's processes kept using CPU after the last client left (open 2× only).
     busy_after_s: float | None = None
     died: str | None = None  # the server stopped answering while its health check said OK
+    # Served work: the served reviews' one-at-a-time cost summed over the same window as served/s (kit/work.py),
+    # so a server that answers the short reviews is not read as doing more; None without a measured cost.
+    served_work: float | None = None
+    offered_mean_chars: float | None = None
+    offered_mean_tokens: float | None = None
+    served_mean_chars: float | None = None
+    served_mean_tokens: float | None = None
 
 
 def answer_window(result: LoadResult) -> float:
@@ -67,8 +75,10 @@ def row_of(
     peak_rss: int,
     busy_after_s: float | None = None,
     died: str | None = None,
+    meter: WorkMeter | None = None,
 ) -> Row:
-    """`batch_sizes`: LitServe's own log of its batches; the lab's come from X-Batch-Size.
+    """`batch_sizes`: LitServe's own log of its batches; the lab's come from X-Batch-Size. `meter`: each review's
+    cost one at a time, to weigh what was served (the texts each Fate carries).
 
     Without a client timeout, served/s runs to the last answer, for bursts and open loops alike: counting only answers
     inside the sending window moves in steps of one batch (8 answers in 60 s is 0.13/s, 10 %),
@@ -81,6 +91,11 @@ def row_of(
     else:
         mean_batch = sum(o.batch_size or 1 for o in ok) / len(ok) if ok else None
     span = answer_window(result)
+    work: dict[str, float | None] = {}
+    if meter is not None:
+        offered = [o.text for o in result.outcomes if o.text is not None]
+        served = [o.text for o in ok if o.text is not None]
+        work = meter.row(offered, served, span)
     return Row(
         server=server,
         scenario=scenario,
@@ -100,6 +115,11 @@ def row_of(
         ],
         busy_after_s=None if busy_after_s is None else round(busy_after_s, 2),
         died=died,
+        served_work=work.get("served_work"),
+        offered_mean_chars=work.get("offered_mean_chars"),
+        offered_mean_tokens=work.get("offered_mean_tokens"),
+        served_mean_chars=work.get("served_mean_chars"),
+        served_mean_tokens=work.get("served_mean_tokens"),
     )
 
 
@@ -136,6 +156,9 @@ class Summary:
     p95_s: Spread | None
     peak_rss_mb: Spread | None
     busy_after_s: Spread | None = None
+    served_work: Spread | None = None
+    offered_mean_chars: Spread | None = None
+    served_mean_chars: Spread | None = None
 
 
 def summarize(rows: Sequence[Row]) -> list[Summary]:
@@ -156,6 +179,9 @@ def summarize(rows: Sequence[Row]) -> list[Summary]:
                 p95_s=Spread.of([r.p95_s for r in runs]),
                 peak_rss_mb=Spread.of([r.peak_rss_mb for r in runs]),
                 busy_after_s=Spread.of([r.busy_after_s for r in runs]),
+                served_work=Spread.of([r.served_work for r in runs]),
+                offered_mean_chars=Spread.of([r.offered_mean_chars for r in runs]),
+                served_mean_chars=Spread.of([r.served_mean_chars for r in runs]),
             )
         )
     return summaries
@@ -350,14 +376,27 @@ def markdown(
     lines = [
         f"Medians of {runs} runs each (lowest–highest in brackets):",
         "",
-        "| scenario | server | not served | mean batch | served/s | p50 s | p95 s | peak RSS MB | busy after s |",
-        "|---|---|---:|---|---|---|---|---|---|",
+        "| scenario | server | not served | mean batch | served/s | served work | served chars (offered) "
+        "| p50 s | p95 s | peak RSS MB | busy after s |",
+        "|---|---|---:|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
+        chars = (
+            "–"
+            if s.served_mean_chars is None
+            else f"{_text(s.served_mean_chars, 1)} ({_text(s.offered_mean_chars, 1)})"
+        )
         lines.append(
             f"| {s.scenario} | {s.server} | {s.not_served} | {_text(s.mean_batch)} | {_text(s.served_per_s, 3)} "
+            f"| {_text(s.served_work)} | {chars} "
             f"| {_text(s.p50_s)} | {_text(s.p95_s)} | {_text(s.peak_rss_mb, 0)} | {_text(s.busy_after_s, 1)} |"
         )
+    if any(s.served_work is not None for s in summaries):
+        lines += [
+            "",
+            "Served work: the served reviews' one-at-a-time costs (fitted on tokens, measured through ② one at a time) "
+            "summed over the same window as served/s; 1.00 is the lane's whole time on answers, whatever their length.",
+        ]
     lines += ["", "The issues' targets, on those medians:", "", "| target | lab | peer | met? |", "|---|---|---|---|"]
     for c in checks:
         verdict = "not run" if c.met is None else ("yes" if c.met else "**no**")
@@ -385,12 +424,14 @@ def markdown(
         "",
         "Every run (the servers take turns going first):",
         "",
-        "| scenario | run | server | sent | served | mean batch | served/s | p50 s | p95 s | peak RSS MB |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | run | server | sent | served | mean batch | served/s | served work | served chars "
+        "| p50 s | p95 s | peak RSS MB |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.scenario} | {r.run} | {r.server} | {r.sent} | {r.served} | {_num(r.mean_batch)} "
-            f"| {r.served_per_s:.3f} | {_num(r.p50_s)} | {_num(r.p95_s)} | {r.peak_rss_mb:.0f} |"
+            f"| {r.served_per_s:.3f} | {_num(r.served_work)} | {_num(r.served_mean_chars, 1)} "
+            f"| {_num(r.p50_s)} | {_num(r.p95_s)} | {r.peak_rss_mb:.0f} |"
         )
     return "\n".join(lines)

@@ -47,6 +47,7 @@ class Fate:
     detail: str | None = None
     hold_token: str | None = None  # ② 429: the Seat-Hold given (sent back on the retry)
     hold_result: str | None = None  # ② retry: the Seat-Hold-Result (seated, expired, ...)
+    text: str | None = None  # the review sent: what its answer was worth (kit/work.py weighs it by its cost)
 
 
 @dataclass
@@ -70,6 +71,9 @@ class LoadConfig:
     timeout_s: float = 0.0  # a client gives up after this long (0: when the run's drain ends)
     # A peer with a rerank API (Infinity): the review is the query, these the documents.
     rerank_documents: list[str] | None = None
+    # Long reviews mixed in at this share (0: none), each `long_chars` long: a promise must hold for them too.
+    long_share: float = 0.0
+    long_chars: int = 2000
 
 
 @dataclass
@@ -97,25 +101,49 @@ class TextSource:
     """Unique review texts (sample reviews, a run nonce and a serial), so the result cache never answers.
 
     With a seed the sequence is the same every time, so two servers can be given the same work.
+    With `long_share`, that share of the texts are long reviews: sample reviews joined until `long_chars`,
+    drawn from a generator of their own, so the short reviews are the same ones, in the same order, as
+    without the mix (the long ones come in between).
     """
 
-    def __init__(self, chars: int, seed: int | None = None) -> None:
+    def __init__(self, chars: int, seed: int | None = None, *, long_share: float = 0.0, long_chars: int = 2000) -> None:
         samples = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
         self._samples = samples
         self._chars = chars
         self._random = random.Random(seed)
         self._nonce = f"{self._random.randrange(16**6):06x}"
         self._serial = 0
+        self._long_share = long_share
+        self._long_chars = long_chars
+        self._long = random.Random(None if seed is None else f"long reviews {seed}")
 
     def next(self) -> str:
+        if self._long_share > 0 and self._long.random() < self._long_share:
+            return self.long()
+        return self.short()
+
+    def _tag(self) -> str:
         self._serial += 1
-        tag = f" #{self._nonce}-{self._serial}"
+        return f" #{self._nonce}-{self._serial}"
+
+    def short(self) -> str:
+        """A sample review (padded to `chars` if set), tagged."""
+        tag = self._tag()
         text = self._random.choice(self._samples)
         if self._chars:
-            while len(text) < self._chars:
-                text += " " + self._random.choice(self._samples)
-            text = text[: self._chars - len(tag)]
+            text = self._joined(text, self._chars, self._random)[: self._chars - len(tag)]
         return text + tag
+
+    def long(self) -> str:
+        """Sample reviews joined to exactly `long_chars` characters, the tag included."""
+        tag = self._tag()
+        text = self._joined(self._long.choice(self._samples), self._long_chars, self._long)
+        return text[: self._long_chars - len(tag)] + tag
+
+    def _joined(self, text: str, chars: int, draw: random.Random) -> str:
+        while len(text) < chars:
+            text += " " + draw.choice(self._samples)
+        return text
 
 
 class Runner:
@@ -125,7 +153,9 @@ class Runner:
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
         self.config = config
         self.client = client
-        self.texts = TextSource(config.text_chars, config.seed)
+        self.texts = TextSource(
+            config.text_chars, config.seed, long_share=config.long_share, long_chars=config.long_chars
+        )
         self.outcomes: list[Fate] = []
         self.sent = 0
         self.t0 = time.monotonic()
@@ -152,8 +182,9 @@ class Runner:
         answer = await send(self.client, self.url_path, body, {"Seat-Hold": hold} if hold else None)
         if answer.response is None:
             category = answer.error or "transport_error"
-            return self._record(Fate(due_at, self.now() - due_at, category, retry=retry, detail=answer.detail))
-        outcome = Fate(due_at, self.now() - due_at, category_of(answer.status), answer.status, retry)
+            lost = Fate(due_at, self.now() - due_at, category, retry=retry, detail=answer.detail, text=text)
+            return self._record(lost)
+        outcome = Fate(due_at, self.now() - due_at, category_of(answer.status), answer.status, retry, text=text)
         outcome.retry_after_s = answer.retry_after_s
         outcome.hold_token = answer.header("Seat-Hold")
         outcome.hold_result = answer.header("Seat-Hold-Result")

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.adaptive_curve import BURSTS, CURVE, STREAMS, curve, newest, write
+from bench.adaptive_curve import BURSTS, CURVE, STREAMS, curve, newest, tables, write
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -77,6 +77,69 @@ def test_medians_over_repeats_of_the_newest_run_only(tmp_path: Path) -> None:
     assert adaptive["p99_refused_s"] == 0.02  # the median of the runs that refused anyone
     assert adaptive["refused_share"] == 0.4
     assert data["bursts"] == []  # an older run's bursts are not this run's
+
+
+def test_work_and_lengths_are_medians_late_answers_a_sum_and_a_long_mix_stands_apart() -> None:
+    date = "2026-12-06T09:00:00+00:00"
+    work = {"offered_mean_chars": 61.0, "offered_mean_tokens": 45.0, "cost_fit": {"samples": 27}, "long_chars": 2000}
+    rows = [
+        stream_row(
+            date,
+            run,
+            "adaptive",
+            5.0,
+            **work,
+            long_share=0.0,
+            served_vs_capacity=1.5,
+            served_work=w,
+            served_mean_chars=c,
+            served_mean_tokens=c * 0.7,
+            late=late,
+        )
+        for run, w, c, late in ((1, 0.85, 38.0, 0), (2, 0.80, 40.0, 2), (3, 0.90, 36.0, None))
+    ]
+    rows += [
+        stream_row(date, run, "adaptive", 5.0, **work, long_share=0.1, one_review_s=1.9, served_work=0.7)
+        for run in (1, 2, 3)
+    ]
+    bursts = [
+        {
+            "date": date,
+            "run": run,
+            "path": "adaptive",
+            "burst": 12,
+            "long_share": share,
+            "served": 7,
+            "served_work_reviews": 5.5 + run,
+            "first_answer_s": 0.5,
+            "slowest_served_s": 6.0,
+            "p99_refused_s": 0.02,
+            "late": 1,
+        }
+        for run in (1, 2, 3)
+        for share in (0.0, 0.1)
+    ]
+    data = curve(rows, bursts)
+    (point,) = data["streams"]
+    assert (data["long_share"], data["cost_fit_samples"], data["one_review_s"]) == (0.0, 27, 1.0)
+    assert (point["served_vs_capacity"], point["served_work"]) == (1.5, 0.85)
+    assert (point["served_mean_chars"], point["offered_mean_chars"], point["offered_mean_tokens"]) == (38.0, 61.0, 45.0)
+    assert point["late"] == 2  # summed over the runs that counted: one late answer is a promise broken
+    assert data["bursts"][0]["served_work_reviews"] == 7.5 and data["bursts"][0]["late"] == 3
+    (long,) = data["long_mixes"]
+    assert (long["long_share"], long["long_chars"], long["one_review_s"]) == (0.1, 2000, 1.9)
+    assert long["streams"][0]["served_work"] == 0.7 and len(long["bursts"]) == 1
+    text = tables(data)
+    assert "| ⑤ adaptive | 5× | 1.50 | 0.85 | 38 / 61 |" in text
+    assert "Reviews: 10% of the reviews 2,000 characters long; one review 1.900 s" in text
+
+
+def test_rows_from_before_work_was_measured_give_points_without_it() -> None:
+    data = curve([stream_row("2026-01-01T00:00:00+00:00", 1, "limited", 2.0)], [])
+    (point,) = data["streams"]
+    assert point["served_work"] is None and point["served_mean_chars"] is None and point["late"] is None
+    assert (data["long_share"], data["cost_fit_samples"], data["long_mixes"]) == (0.0, None, [])
+    assert "| ② limited | 2× | 1.00 | – | – |" in tables(data)
 
 
 async def test_the_figure_is_in_the_adaptive_note_and_its_data_is_served(lab_client: LabClientFactory) -> None:

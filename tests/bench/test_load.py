@@ -1,5 +1,6 @@
 """The load generator accounts for every request and reads the lab's hints correctly."""
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -8,7 +9,7 @@ from asgi_lifespan import LifespanManager
 
 from app.main import create_app
 from app.settings import Settings
-from kit.load import Fate, LoadConfig, LoadResult, run_load, summarize, write_result
+from kit.load import Fate, LoadConfig, LoadResult, TextSource, run_load, summarize, write_result
 from tests.fakes import GatedScorer
 
 
@@ -16,6 +17,13 @@ async def load_in_process(config: LoadConfig, store: str = "memory://", **overri
     app = create_app(Settings(warmup=False, job_store=store, **overrides), GatedScorer(gated=False))
     async with LifespanManager(app) as manager:
         return await run_load(config, transport=httpx.ASGITransport(app=manager.app))
+
+
+async def test_every_fate_carries_the_review_it_sent() -> None:
+    config = LoadConfig(url="http://lab", path="limited", mode="open", rate=100, duration_s=0.05, drain_s=30, seed=2)
+    result = await load_in_process(config)
+    source = TextSource(0, seed=2)
+    assert sorted(o.text or "" for o in result.outcomes) == sorted(source.next() for _ in result.outcomes)
 
 
 async def test_open_loop_follows_every_ticket_to_done(tmp_path: Path) -> None:
@@ -82,3 +90,22 @@ def test_summary_bounds_what_any_seat_policy_could_do() -> None:
     assert back["got_a_seat"] == round(1 / 3, 3)
     assert back["seated_at_most"] == 0.5
     assert summarize(LoadResult(config, "now", outcomes))["offered_vs_capacity"] == 2.0
+
+
+def test_a_long_mix_mixes_long_reviews_at_its_share_and_leaves_the_short_ones_as_they_were() -> None:
+    plain = TextSource(0, seed=3)
+    source = TextSource(0, seed=3, long_share=0.1, long_chars=2000)
+    texts = [source.next() for _ in range(1000)]
+    long = [t for t in texts if len(t) > 300]
+    assert 70 <= len(long) <= 130 and {len(t) for t in long} == {2000}  # under the lab's 2,000-character limit
+    assert len(set(texts)) == 1000  # unique, so the lab's cache never answers
+
+    def untagged(text: str) -> str:
+        return text.rsplit(" #", 1)[0]
+
+    shorts = [untagged(t) for t in texts if len(t) <= 300]
+    assert shorts == [untagged(plain.next()) for _ in shorts]  # the same short reviews, long ones in between
+    again = TextSource(0, seed=3, long_share=0.1, long_chars=2000)
+    assert [again.next() for _ in range(1000)] == texts  # deterministic by seed
+    samples = [str(s["text"]) for s in json.loads(Settings().samples_file.read_text(encoding="utf-8"))]
+    assert any(long[0].startswith(sample + " ") for sample in samples)  # sample reviews joined, not padding

@@ -15,11 +15,13 @@ from bench.peer_report import (
     Summary,
     all_pairs,
     check_targets,
+    markdown,
     paired,
     row_of,
     summarize,
 )
 from kit.load import Fate, LoadConfig, LoadResult, TextSource
+from kit.work import CostFit, LaneCost, Lengths, WorkMeter
 
 
 def test_a_seed_gives_the_same_reviews_in_the_same_order() -> None:
@@ -38,6 +40,12 @@ def test_every_peer_scenario_carries_the_seed() -> None:
     plans = scenarios(capacity=1.0, duration_s=60.0, seed=5)
     assert set(plans) >= {"burst 12", "burst 50"}
     assert {config.seed for config in plans.values()} == {5}
+
+
+def test_a_long_mix_reaches_every_peer_scenario() -> None:
+    plans = scenarios(capacity=1.0, duration_s=60.0, seed=5, long_share=0.1, long_chars=1800)
+    assert {(config.long_share, config.long_chars) for config in plans.values()} == {(0.1, 1800)}
+    assert {config.long_share for config in scenarios(capacity=1.0, duration_s=60.0).values()} == {0.0}
 
 
 def test_the_streams_adaptive_admission_is_judged_on_are_poisson_with_30_s_timeouts() -> None:
@@ -81,6 +89,33 @@ def test_with_a_client_timeout_served_per_second_counts_over_the_same_window_for
     late = row_of(LAB, "open 2×", 1, LoadResult(config, "", kept_on), [], 0)
     assert early.served_per_s == round(50 / 89.0, 3)  # the last request was due at 59 s
     assert late.served_per_s == round(60 / 89.0, 3)
+
+
+def meter() -> WorkMeter:
+    """A review costs 0.01 s a character (no tokenizer here); the mix's mean review 0.5 s."""
+    return WorkMeter(Lengths(None), LaneCost(CostFit("chars", 0.0, 0.01, 0.0, 3, 0.0), 0.5, 0.5))
+
+
+def test_served_work_is_weighed_over_the_same_window_as_served_per_second() -> None:
+    """Due over 10 s, a 30 s timeout: served/s and served work both run to 39 s (the last due plus the timeout)."""
+    config = LoadConfig(url="", path="", mode="open", rate=1.0, duration_s=10.0, timeout_s=30.0)
+    outcomes = [
+        Fate(0.0, 1.0, "ok", 200, text="a" * 39),  # 0.39 s of the lane's work
+        Fate(4.0, 2.0, "ok", 200, text="b" * 117),  # 1.17 s
+        Fate(9.0, 30.0, "client_timeout", text="c" * 2000),  # offered, never served
+    ]
+    row = row_of(INFINITY, "open 2×", 1, LoadResult(config, "", outcomes), [], 0, meter=meter())
+    assert row.served_per_s == round(2 / 39.0, 3)
+    assert row.served_work == round((0.39 + 1.17) / 39.0, 3)
+    assert (row.served_mean_chars, row.offered_mean_chars) == (78.0, 718.7)
+    assert row.served_mean_tokens is None and row.offered_mean_tokens is None  # characters only here
+    unweighed = row_of(INFINITY, "open 2×", 1, LoadResult(config, "", outcomes), [], 0)
+    assert unweighed.served_work is None and unweighed.served_mean_chars is None  # no measured cost: no work
+    (only,) = summarize([row])
+    assert only.served_work == Spread(0.04, 0.04, 0.04) and only.served_mean_chars == Spread(78.0, 78.0, 78.0)
+    table = markdown([row], [only], [], [])
+    assert "| served/s | served work | served chars (offered) |" in table
+    assert f"| {row.served_per_s:.3f} | 0.04 | 78.0 (718.7) |" in table
 
 
 def test_mean_batch_is_per_request_from_the_headers_or_from_the_peer_log() -> None:
