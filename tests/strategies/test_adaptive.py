@@ -245,5 +245,5 @@ def test_a_review_longer_than_any_measured_is_never_predicted_under_its_characte
     for tokens in (10, 20, 30, 40, 10, 20):
         gate.learn(tokens, 0.1 + 0.001 * tokens)  # 0.1 s + 1 ms a token, as measured on short reviews
     by_chars = steady_lane.room.one(400)  # the lane's shared clock: 1 s a review here
-    assert gate.cost_s("가" * 40) == (40, pytest.approx(0.14))  # within what was measured: its tokens alone
-    assert gate.cost_s("가" * 400) == (400, pytest.approx(by_chars))  # past it: the line says 0.5 s, the floor 1 s
+    assert gate.cost_s("가" * 40)[1] == pytest.approx(0.14)  # within what was measured: its tokens alone
+    assert gate.cost_s("가" * 400)[1] == pytest.approx(by_chars)  # past it: the line says 0.5 s, the floor 1 s
