@@ -157,6 +157,11 @@ bench-peer *ARGS: _twin-if-missing setup-infinity
 bench-adaptive *ARGS: _twin-if-missing
     flock -o /tmp/lab-cpu.lock python -m bench.adaptive {{ARGS}}
 
+# ⑤ in a class's crowds: 12 students × 12, one student's 12 beside eleven's one, one student's 50, beside busy ②③④, a long review (~3 min; ARGS: --help).
+[group('bench')]
+bench-adaptive-class *ARGS: _twin-if-missing
+    flock -o /tmp/lab-cpu.lock python -m bench.adaptive_class {{ARGS}}
+
 # ① at the cliff: bursts of 4-16 at ① on a fresh box each, lived or died and the peak, beside the seed's server (docs/box.md; root; ~30 min; ARGS: --help).
 [group('bench')]
 bench-cliff *ARGS: _twin-if-missing
