@@ -29,11 +29,14 @@ BURSTS = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"
 CURVE = PROJECT_ROOT / "static" / "adaptive-curve.json"
 
 
-def newest(path: Path) -> list[dict[str, Any]]:
-    """The rows of the newest run in a JSON-lines file (one `date` per run)."""
+def newest(path: Path, since: str | None = None) -> list[dict[str, Any]]:
+    """The rows of the newest run in a JSON-lines file (one `date` per run), or every run from `since` on (an
+    ISO date-time: a measurement made in several invocations on one host, each measuring its own capacity)."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not rows:
         return []
+    if since is not None:
+        return [row for row in rows if row["date"] >= since]
     latest = max(row["date"] for row in rows)
     return [row for row in rows if row["date"] == latest]
 
@@ -200,10 +203,13 @@ def tables(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write(streams: Path = STREAMS, bursts: Path = BURSTS, out: Path = CURVE) -> dict[str, Any]:
-    rows = newest(streams)
-    fired = [b for b in newest(bursts) if rows and b["date"] == rows[0]["date"]] if bursts.exists() else []
-    data = curve(rows, fired)  # bursts only from the same run as the streams
+def write(
+    streams: Path = STREAMS, bursts: Path = BURSTS, out: Path = CURVE, since: str | None = None
+) -> dict[str, Any]:
+    rows = newest(streams, since)
+    dates = {row["date"] for row in rows}
+    fired = [b for b in newest(bursts, since) if b["date"] in dates] if bursts.exists() else []
+    data = curve(rows, fired) | {"since": since}  # bursts only from the same runs as the streams
     out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return data
 
@@ -213,8 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streams", type=Path, default=STREAMS)
     parser.add_argument("--bursts", type=Path, default=BURSTS)
     parser.add_argument("--out", type=Path, default=CURVE)
+    parser.add_argument("--since", help="every run from this ISO date-time on (default: the newest run alone)")
     args = parser.parse_args(argv)
-    print(tables(write(args.streams, args.bursts, args.out)))
+    print(tables(write(args.streams, args.bursts, args.out, args.since)))
 
 
 if __name__ == "__main__":

@@ -32,9 +32,27 @@ def stream_row(date: str, run: int, path: str, multiple: float, **given: Any) ->
 
 
 def test_the_committed_figure_is_the_newest_runs_medians() -> None:
-    assert json.loads(CURVE.read_text(encoding="utf-8")) == json.loads(
-        json.dumps(curve(newest(STREAMS), [b for b in newest(BURSTS) if b["date"] == newest(STREAMS)[0]["date"]]))
-    )
+    committed = json.loads(CURVE.read_text(encoding="utf-8"))
+    since = committed.get("since")  # a measurement made in several invocations names its first
+    rows = newest(STREAMS, since)
+    dates = {row["date"] for row in rows}
+    fired = [b for b in newest(BURSTS, since) if b["date"] in dates]
+    assert committed == json.loads(json.dumps(curve(rows, fired) | {"since": since}))
+
+
+def test_since_takes_every_run_from_then_on_with_their_bursts(tmp_path: Path) -> None:
+    old, first, second = "2026-01-01T00:00:00+00:00", "2026-02-01T10:30:00+00:00", "2026-02-01T11:00:00+00:00"
+    rows = [stream_row(old, 1, "adaptive", 0.5, served_vs_capacity=9.0)]
+    rows += [stream_row(first, 1, "adaptive", 0.5), stream_row(second, 1, "adaptive", 2.0, served_vs_capacity=1.2)]
+    streams, bursts, out = tmp_path / "s.jsonl", tmp_path / "b.jsonl", tmp_path / "c.json"
+    streams.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    burst = {"host": HOST, "path": "adaptive", "burst": 12, "one_review_s": 1.0, "run": 1, "served": 3}
+    burst |= {"first_answer_s": 0.5, "slowest_served_s": 2.0, "p99_refused_s": 0.02}
+    bursts.write_text(json.dumps(burst | {"date": second}) + "\n", encoding="utf-8")
+    data = write(streams, bursts, out, since=first)
+    assert [(p["multiple"], p["served_vs_capacity"]) for p in data["streams"]] == [(0.5, 1.0), (2.0, 1.2)]
+    assert len(data["bursts"]) == 1 and data["since"] == first and data["time_utc"] == "10:30"
+    assert write(streams, bursts, out)["streams"][0]["multiple"] == 2.0  # without it: the newest run alone
 
 
 def test_medians_over_repeats_of_the_newest_run_only(tmp_path: Path) -> None:
