@@ -57,6 +57,7 @@ class _Job:
     future: "Future[LaneResult]"  # a submitted job's result; a turn's owner hears `done` instead
     chars: int
     on_start: Callable[[], None] | None = None
+    expected_s: float | None = None  # the submitter's own prediction (⑤'s, from tokens); None: the clock's, from chars
     owner: TurnOwner[LaneResult] | None = None  # a turn's: told each review scored, asked which are wanted
     abandoned: bool = False  # its awaiting caller was cancelled (set on the event loop, read here)
     enqueued_at: float = field(default_factory=time.monotonic)
@@ -83,7 +84,10 @@ class InferenceLane:
         self._queue: queue.SimpleQueue[_Job | Turn[LaneResult] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name="inference-lane", daemon=True)
         self._pending = 0
-        self._pending_chars = 0
+        self._pending_chars = 0  # of the pending reviews without a prediction of their own
+        self._pending_unpredicted = 0
+        self._pending_expected_s = 0.0  # the predictions of the rest
+        self.current_expected_s: float | None = None
         self._lock = threading.Lock()
         self.busy_since: float | None = None
         self._begun = 0  # inferences started, counted with busy_since (a turn learns whether it waited)
@@ -117,12 +121,15 @@ class InferenceLane:
         started = self.busy_since
         if started is None:
             return 0.0
-        expected = self.clock.estimate_s(max(self.current_batch, 1), self.current_chars)
+        expected = self.current_expected_s
+        if expected is None:
+            expected = self.clock.estimate_s(max(self.current_batch, 1), self.current_chars)
         return max(expected - (time.monotonic() - started), 0.0)
 
     def backlog_s(self) -> float:
         """Seconds of work already ahead of a newcomer: the running job plus the FIFO."""
-        return self.remaining_s() + self.clock.estimate_s(self._pending, self._pending_chars)
+        queued_s = self._pending_expected_s + self.clock.estimate_s(self._pending_unpredicted, self._pending_chars)
+        return self.remaining_s() + queued_s
 
     def snapshot(self) -> LaneSnapshot:
         with self._lock:  # busy time and busy_since change together, so the counter never runs back
@@ -147,20 +154,39 @@ class InferenceLane:
         """`on_start` is called on the lane thread when inference begins (never for skipped work)."""
         return self._enqueue(texts, deadline, on_start).future
 
-    def _enqueue(self, texts: Sequence[str], deadline: float | None, on_start: Callable[[], None] | None) -> _Job:
-        job = _Job(texts=texts, deadline=deadline, future=Future(), chars=text_chars(texts), on_start=on_start)
+    def _enqueue(
+        self,
+        texts: Sequence[str],
+        deadline: float | None,
+        on_start: Callable[[], None] | None,
+        expected_s: float | None = None,
+    ) -> _Job:
+        job = _Job(texts, deadline, Future(), text_chars(texts), on_start, expected_s)
         with self._lock:
             self._pending += len(texts)
-            self._pending_chars += job.chars
+            self._count(job, +1)
         self._queue.put(job)
         return job
 
+    def _count(self, job: _Job, sign: int) -> None:
+        """The backlog's account of a pending job (call with the lock held)."""
+        if job.expected_s is None:
+            self._pending_unpredicted += sign * len(job.texts)
+            self._pending_chars += sign * job.chars
+        else:
+            self._pending_expected_s = max(self._pending_expected_s + sign * job.expected_s, 0.0)
+
     async def run(
-        self, texts: Sequence[str], deadline: float | None = None, on_start: Callable[[], None] | None = None
+        self,
+        texts: Sequence[str],
+        deadline: float | None = None,
+        on_start: Callable[[], None] | None = None,
+        expected_s: float | None = None,
     ) -> LaneResult:
         """Infer on the lane; cancelling the awaiting task withdraws the job if not started, and stops it at
-        the model's next call if it has (a streaming scorer checks between calls)."""
-        job = self._enqueue(texts, deadline, on_start)
+        the model's next call if it has (a streaming scorer checks between calls). `expected_s`: the caller's
+        own prediction of its cost, which the backlog and the running job's remainder then count."""
+        job = self._enqueue(texts, deadline, on_start, expected_s)
         try:
             return await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
@@ -180,7 +206,7 @@ class InferenceLane:
                 continue
             with self._lock:
                 self._pending -= len(job.texts)
-                self._pending_chars -= job.chars
+                self._count(job, -1)
             if not job.future.set_running_or_notify_cancel():
                 self.skipped_gone += 1
                 continue
@@ -204,6 +230,7 @@ class InferenceLane:
         started = time.monotonic()
         self.current_batch = len(job.texts)
         self.current_chars = job.chars
+        self.current_expected_s = job.expected_s
         with self._lock:
             self.busy_since = started
             self._begun += 1
@@ -214,6 +241,7 @@ class InferenceLane:
                 self._busy_s += time.monotonic() - started
                 self.busy_since = None
             self.current_batch = self.current_chars = 0
+            self.current_expected_s = None
         if job.owner is not None:
             job.owner.done(outcome)
         elif isinstance(outcome, LaneResult):

@@ -202,7 +202,7 @@ class AdaptiveGate:
             raise
         self._going.remove(admitted)  # no await before the lane's FIFO has it: the backlog counts it from here
         try:
-            result = await self._lane.run([text])
+            result = await self._lane.run([text], expected_s=admitted.cost_s)  # its tokens', not its characters
         except BaseException as exc:  # withdrawn or failed: its place goes on, its time teaches nothing
             self._leave(admitted)
             if isinstance(exc, Exception):
