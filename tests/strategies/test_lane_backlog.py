@@ -8,7 +8,9 @@ from tests.fakes import GatedScorer
 from tests.waiting import eventually
 
 
-async def test_a_jobs_own_prediction_is_what_the_backlog_counts(steady_lane: InferenceLane, scorer: GatedScorer) -> None:
+async def test_a_jobs_own_prediction_is_what_the_backlog_counts(
+    steady_lane: InferenceLane, scorer: GatedScorer
+) -> None:
     running = asyncio.create_task(steady_lane.run(["긴 리뷰" * 500], expected_s=10.0))
     await asyncio.to_thread(scorer.wait_entered, 1)
     queued = [
