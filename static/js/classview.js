@@ -68,6 +68,16 @@ function draw() {
       el("li", { dataset: { student: lane.key, requests: String(lane.requests) } }, `${lane.name}: 요청 ${lane.requests}개 (${said(lane.counts)})`),
     ),
   );
+  // The vertical lines in words: a death, a restart, a knob's turn is a line in one picture to a screen reader.
+  document.getElementById("class-marks").replaceChildren(
+    ...drawn.marks.map((mark) =>
+      el(
+        "li",
+        { dataset: { kind: mark.kind, at: mark.at.toFixed(3), x: mark.x.toFixed(1) } },
+        `${new Date(mark.at * 1000).toLocaleTimeString("ko-KR")} ${mark.words}`,
+      ),
+    ),
+  );
   document.getElementById("class-summary").textContent =
     `학생 ${lesson.students.size}명 · 요청 ${lesson.entries.size}개` + (view.live ? "" : " · 멈춤 (지금 것은 계속 받는 중)");
   const start = lesson.start();
