@@ -23,7 +23,7 @@ function setLink(state, words) {
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/api/class/live?token=${encodeURIComponent(token)}`);
-  socket.addEventListener("open", () => setLink("live", "실시간"));
+  socket.addEventListener("open", () => (view.live ? setLink("live", "실시간") : setLink("paused", "멈춤")));
   socket.addEventListener("message", (event) => {
     lesson.apply(JSON.parse(event.data));
     document.body.dataset.version = String(lesson.entries.size);
