@@ -97,6 +97,9 @@ def test_each_request_is_on_the_class_view_once_as_its_student_saw_it(
     )
 
     view.wait_for_function(f"document.getElementById('class-canvas').dataset.requests === '{len(records)}'")
+    # The box's start, one line across the lanes, is said in words too (the canvas is one picture to a screen reader).
+    (start,) = view.eval_on_selector_all("#class-marks li", "lis => lis.map((li) => [li.dataset.kind, li.textContent])")
+    assert start[0] == "start" and start[1].endswith("상자 켜짐")
     # Lanes stand in order of first arrival, which three pages firing one after another do not fix on a busy host;
     # a lane's words are redrawn on the view's next tick after its canvas, so they are waited for, not read once.
     view.wait_for_function(

@@ -1,6 +1,7 @@
 """The handout's lessons tried as a class tries them, through the classroom front (`just classroom`).
 
-`python -m tools.class_check https://127.0.0.1:8443 --token TOKEN [--tries 3] [--pages 12] [--one-address]`,
+`python -m tools.class_check https://127.0.0.1:8443 --token TOKEN [--tries 3] [--pages 12] [--one-address]
+[--only naive,…,classview] [--box-port 8000]`,
 with `python -m app.front` running (default settings) and TOKEN the instructor token it printed:
 
 1. ① 12 and ① 8, `tries` times each, with the students' own `burst.py` (through the front, `-k`)
@@ -18,6 +19,11 @@ with `python -m app.front` running (default settings) and TOKEN the instructor t
 6. `flood`: one student's key sends 500 ② at once while 11 classmates send 12 each: who refused whom.
 7. `walk`: 3 pages fire ② 12 with "거절되면 다시 오기" while a walk-in page fires ② once every 5 s, 4 times:
    returners seated on their first return, walk-ins served (docs/held-seats.md).
+8. `classview`: the instructor's /class follows `pages` student pages and three burst.py runs firing ①–⑤ (① 12
+   twice: the box dies, or lives at its cap's edge): each request once as its student saw it, each death one mark
+   within 1 s, the tallies against /api/stats and the students' summaries, replay, export, axe
+   (tools/class_view_walk.py; `--box-port`: the box behind the front, whose server process this machine watches
+   for the moment it dies).
 
 Where students come from: by default each from their own loopback address (127.0.0.2, …), as laptops
 on a LAN; with `--one-address` all from 127.0.0.9, as a school behind one NAT address. Each `burst.py`
@@ -334,6 +340,23 @@ def class_walk(front: str, pages: int = 3, walk_ins: int = 4) -> None:
             browser.close()
 
 
+def class_view(front: str, token: str, pages: int, box_port: int) -> None:
+    """The class view walked: tools/class_view_walk.py, one row a check."""
+    from playwright.sync_api import sync_playwright  # the dev extra: only this check needs a browser
+
+    from tools.class_view_walk import walk
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            scripts = [SCHOOL] * 3 if ONE_ADDRESS else None
+            walk(browser, front, token, pages=pages, box_port=box_port, emit=emit, script_from=scripts)
+        finally:
+            browser.close()
+
+
 def flood(front: str, n: int = 500, classmates: int = 11) -> None:
     """One student's key sends `n` ② at once (a script, HTTP/1.1) while `classmates` pages send 12 each."""
     import asyncio
@@ -378,7 +401,8 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--walk-ins", type=int, default=2)
-    parser.add_argument("--only", default="naive,limited,no-show,token,pages,flood,walk")
+    parser.add_argument("--only", default="naive,limited,no-show,token,pages,flood,walk,classview")
+    parser.add_argument("--box-port", type=int, default=8000, help="the box's own port behind the front (LAB_PORT)")
     parser.add_argument("--one-address", action="store_true", help="the whole class from 127.0.0.9 (a school's NAT)")
     args = parser.parse_args()
     global ONE_ADDRESS
@@ -399,6 +423,8 @@ def main() -> None:
         flood(front)
     if "walk" in args.only:
         class_walk(front)
+    if "classview" in args.only:
+        class_view(front, args.token, args.pages, args.box_port)
     if "token" in args.only:
         turn_a_knob(front, args.token)
 

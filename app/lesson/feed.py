@@ -176,6 +176,8 @@ async def open_feed(settings: Settings) -> LessonFeed | None:
             log.warning("Cannot keep the lesson's record in %s (%s): it lives in memory only.", file.path, exc)
             await asyncio.to_thread(file.close)
             file = None
+    if file is not None:
+        record.journal = file.note  # from the start: the cuts and the start mark a restore makes are changes too
     record.restore(kept, state, time.time())
     feed = LessonFeed(record, file)
     feed.start()

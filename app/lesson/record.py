@@ -1,14 +1,16 @@
 """The lesson's record in memory: every path request's entry, the students, and the marks across every lane.
 
-The hooks are called on the event loop at a request's arrival and end (LabMiddleware), at a ticket's end (④'s
-worker) and at a knob's turn (the board); each is a few attribute writes and an append, nothing on the lane's
-thread. What changed is taken every half second by the feed (app/lesson/feed.py), which writes it to the file
-and sends it to the open class views. Bounded: the last `max_requests` requests, none older than `max_age_s`.
+The hooks are called on the event loop at a request's arrival, its answer's head and its end (LabMiddleware), at a
+ticket's end (④'s worker) and at a knob's turn (the board); each is a few attribute writes, an append and a line to
+the file's journal (`journal`: app/lesson/keep.py), nothing on the lane's thread. What changed is taken every half
+second by the feed (app/lesson/feed.py), which writes it to the file and sends it to the open class views.
+Bounded: the last `max_requests` requests, none older than `max_age_s`.
 """
 
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +100,8 @@ class LessonRecord:
         self.marks: deque[Mark] = deque()
         self.version = 0  # bumped by every change; an entry carries the version of its last change
         self.cpu_s = 0.0  # thread time the loop spent in these hooks and the feed (the benchmark reads it)
+        # Each change as it happens ("e" an entry's row, "s" a student's, "m" a mark's): what a death cannot lose.
+        self.journal: Callable[[str, tuple[Any, ...]], None] | None = None
         self._tickets: dict[str, Entry] = {}
         self._next_id = 1
         self._next_mark = 1
@@ -141,7 +145,10 @@ class LessonRecord:
         started = time.thread_time()
         e = Entry(self._next_id, student_of(scope), path, time.time(), self.incarnation)
         self._next_id += 1
+        students = len(self.roster)
         self._keep(e)
+        if len(self.roster) > students:  # a new student: their number is what the view calls them
+            self._note_student(self.roster.seen(e.student))
         if len(self.entries) > self.max_requests:
             self._drop_oldest()
         self._changed_now(e)
@@ -149,8 +156,13 @@ class LessonRecord:
         return e
 
     def answer_started(self, e: Entry, message: Message, scope: Scope) -> None:
+        """The answer's head, before it goes out: noted in the journal first, so what the student sees survives a
+        death that comes before the next write (answered: now, until its end is known)."""
         started = time.thread_time()
         e.answer_started(message, scope)
+        e.answered = time.time()
+        if self.journal is not None:
+            self.journal("e", e.row())
         self.cpu_s += time.thread_time() - started
 
     def ended(self, e: Entry) -> None:
@@ -175,7 +187,9 @@ class LessonRecord:
         self.mark("knob", change.at, {"setting": change.setting, "old": change.old, "new": change.new})
 
     def rename(self, key: str, nickname: str) -> Student:
-        return self.roster.rename(key, nickname)
+        renamed = self.roster.rename(key, nickname)
+        self._note_student(renamed)
+        return renamed
 
     def mark(self, kind: str, when: float, detail: dict[str, Any]) -> Mark:
         made = Mark(self._next_mark, kind, when, detail)
@@ -185,7 +199,13 @@ class LessonRecord:
             self.marks.popleft()
         self.version += 1
         self._new_marks.append(made)
+        if self.journal is not None:
+            self.journal("m", made.row())
         return made
+
+    def _note_student(self, s: Student) -> None:
+        if self.journal is not None:
+            self.journal("s", (s.key, s.number, s.nickname))
 
     # ---- the feed's side
 
@@ -203,6 +223,8 @@ class LessonRecord:
         self.version += 1
         e.version = self.version
         self._changed.append(e)
+        if self.journal is not None:
+            self.journal("e", e.row())
 
     def _trim(self, now: float) -> None:
         oldest = now - self.max_age_s

@@ -186,9 +186,11 @@ export function drawLanes(canvas, lesson, t0, t1) {
   });
 
   const rowEnds = MARK_ROWS.map(() => -Infinity);
+  const drawnMarks = [];
   for (const mark of lesson.allMarks()) {
     if (mark.at < t0 || mark.at > t1) continue;
     const at = x(mark.at);
+    drawnMarks.push({ kind: mark.kind, at: mark.at, x: at, words: markWords(mark) });
     ctx.strokeStyle = MARKS[mark.kind]?.color || "#111111";
     ctx.lineWidth = mark.kind === "death" ? 5 : 3;
     ctx.setLineDash(mark.kind === "lost" ? [8, 6] : []);
@@ -219,6 +221,7 @@ export function drawLanes(canvas, lesson, t0, t1) {
     students: lanes.length,
     requests: lanes.reduce((n, lane) => n + lane.bars.length, 0),
     counts,
+    marks: drawnMarks, // each line across the lanes: its kind, moment, x (CSS px) and words
     lanes: lanes.map((lane) => ({ key: lane.key, name: lesson.name(lane.key), requests: lane.bars.length, counts: lane.counts })),
   };
 }

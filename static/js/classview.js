@@ -23,7 +23,7 @@ function setLink(state, words) {
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/api/class/live?token=${encodeURIComponent(token)}`);
-  socket.addEventListener("open", () => setLink("live", "실시간"));
+  socket.addEventListener("open", () => (view.live ? setLink("live", "실시간") : setLink("paused", "멈춤")));
   socket.addEventListener("message", (event) => {
     lesson.apply(JSON.parse(event.data));
     document.body.dataset.version = String(lesson.entries.size);
@@ -66,6 +66,16 @@ function draw() {
   document.getElementById("class-lanes").replaceChildren(
     ...drawn.lanes.map((lane) =>
       el("li", { dataset: { student: lane.key, requests: String(lane.requests) } }, `${lane.name}: 요청 ${lane.requests}개 (${said(lane.counts)})`),
+    ),
+  );
+  // The vertical lines in words: a death, a restart, a knob's turn is a line in one picture to a screen reader.
+  document.getElementById("class-marks").replaceChildren(
+    ...drawn.marks.map((mark) =>
+      el(
+        "li",
+        { dataset: { kind: mark.kind, at: mark.at.toFixed(3), x: mark.x.toFixed(1) } },
+        `${new Date(mark.at * 1000).toLocaleTimeString("ko-KR")} ${mark.words}`,
+      ),
     ),
   );
   document.getElementById("class-summary").textContent =

@@ -97,6 +97,11 @@ def test_a_death_keeps_the_lesson_marks_it_and_cuts_what_the_dead_server_held() 
     assert all(r["answered"] == death["at"] for r in records if r["outcome"] == "cut")
 
 
+def limited_in_flight(box: Box) -> int:
+    found: int = httpx.get(f"{box.url}/api/stats", timeout=30).json()["paths"]["limited"]["in_flight"]
+    return found
+
+
 def healthy(box: Box) -> bool:
     try:
         return httpx.get(f"{box.url}/health", timeout=2).status_code == 200
@@ -107,3 +112,33 @@ def healthy(box: Box) -> bool:
 def requests(box: Box, headers: dict[str, str]) -> dict[str, Any]:
     body: dict[str, Any] = httpx.get(f"{box.url}/api/class/requests", headers=headers, timeout=30).json()
     return body
+
+
+def test_what_a_student_saw_in_the_last_moment_before_a_death_is_kept() -> None:
+    """An answer sent and an arrival made a few milliseconds before a SIGKILL, both before the feed's next half-second
+    write: the next incarnation has the answer as the student saw it and the arrival as cut, not a cut and nothing."""
+    with boxed(LAB_BOX_SECONDS_PER_REVIEW="2", LAB_WARMUP="0", LAB_MEMORY_CAP_BYTES="0") as box:
+        teacher = {"Authorization": f"Bearer {printed_token(box)}"}
+        server = server_of(box)
+        with httpx.Client(base_url=box.url, timeout=60, cookies={"lab_student": NAMED}) as named:
+            seen = named.post("/api/limited/predict", json={"text": "죽기 직전에 받은 답"})
+        assert seen.status_code == 200
+
+        def cut() -> None:
+            client = httpx.Client(base_url=box.url, timeout=60, cookies={"lab_student": HELD})
+            with client, contextlib.suppress(httpx.TransportError):
+                client.post("/api/limited/predict", json={"text": "죽기 직전에 온 리뷰"})
+
+        arriving = threading.Thread(target=cut)
+        arriving.start()
+        until(lambda: limited_in_flight(box) == 1, "the second review is on the lane")
+        server.send_signal(signal.SIGKILL)
+        arriving.join(GUARD_S)
+        until(lambda: healthy(box) and box.stats()["incarnation"] == 2, "the box comes back")
+        records = requests(box, teacher)["requests"]
+
+    wait, infer = (float(part.split("dur=")[1]) for part in seen.headers["server-timing"].split(","))
+    assert [(r["student"], r["status"], r["outcome"], r["wait_ms"], r["infer_ms"]) for r in records] == [
+        (NAMED, 200, "served", round(wait, 1), round(infer, 1)),
+        (HELD, None, "cut", None, None),
+    ]

@@ -3,6 +3,7 @@ never blocks the loop; each view gets the whole record, then each tick's changes
 
 import asyncio
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.lesson.entry import COLUMNS
 from app.lesson.feed import KEPT_TEXTS, LessonFeed, open_feed
 from app.lesson.keep import Batch, Kept, LessonFile
 from app.lesson.record import LessonRecord
@@ -20,7 +22,7 @@ from tests.lesson.test_record import scope, start
 def recorded(n: int, record: LessonRecord) -> None:
     for i in range(n):
         e = record.arrive(scope(f"{i:022d}"), "limited")
-        e.answer_started(start(200, (b"server-timing", f"wait;dur={i}.0, infer;dur=9.0".encode())), scope())
+        record.answer_started(e, start(200, (b"server-timing", f"wait;dur={i}.0, infer;dur=9.0".encode())), scope())
         record.ended(e)
 
 
@@ -178,3 +180,60 @@ async def test_views_that_open_together_share_one_build_of_the_whole_record() ->
     assert len(built) == 1  # after a death, the class's views reconnect at once: the box builds it once
     await feed.stop()
     await asyncio.gather(*following)
+
+
+def journals(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".journal-" in p.name)
+
+
+def killed(file: LessonFile) -> None:
+    """The process dies: no close, no last write; its descriptors go with it."""
+    file._thread.shutdown(wait=True)  # a write already handed over has run (or would have been lost with the box)
+    if file._journal is not None:
+        os.close(file._journal)
+
+
+async def test_what_changed_after_the_last_write_comes_back_from_the_journal_after_a_kill(tmp_path: Path) -> None:
+    file = LessonFile(tmp_path / "lesson.db", 100, 3600)
+    await file.load()
+    record = LessonRecord(max_requests=100, max_age_s=3600)
+    record.journal = file.note
+    record.restore(Kept([], [], []), None, time.time())
+    recorded(2, record)
+    file.save(record.take(time.time()).batch())  # the tick: written, its journal removed once committed
+    answered = record.arrive(scope(f"{7:022d}"), "limited")  # then, before the next tick: an answer ...
+    record.answer_started(answered, start(200, (b"server-timing", b"wait;dur=3.0, infer;dur=9.0")), scope())
+    held = record.arrive(scope(f"{8:022d}"), "naive")  # ... and an arrival
+    record.rename(f"{8:022d}", "준")
+    killed(file)
+    with (tmp_path / f"lesson.db.journal-{file._generation}").open("ab") as journal:
+        journal.write(b'["e",[99,"x"')  # a line the kill cut short
+
+    again = LessonFile(tmp_path / "lesson.db", 100, 3600)
+    kept = await again.load()
+    rows = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in kept.entries}
+    assert sorted(rows) == [1, 2, answered.id, held.id]
+    assert (rows[answered.id]["status"], rows[answered.id]["wait_ms"], rows[answered.id]["infer_ms"]) == (200, 3.0, 9.0)
+    assert rows[held.id]["status"] is None  # the next incarnation cuts it
+    assert (f"{8:022d}", 4, "준") in kept.students and [m[1] for m in kept.marks] == ["start"]
+    assert journals(tmp_path) == [f"lesson.db.journal-{again._generation}"]  # replayed and removed; the next one
+    await asyncio.to_thread(again.close)
+    assert journals(tmp_path) == []  # closed: everything is in the file
+
+
+async def test_a_write_removes_the_journal_it_commits_and_a_quiet_tick_writes_nothing(tmp_path: Path) -> None:
+    file = LessonFile(tmp_path / "lesson.db", 100, 3600)
+    await file.load()
+    record = LessonRecord(max_requests=100, max_age_s=3600)
+    record.journal = file.note
+    recorded(1, record)
+    first = file.journal_path(file._generation)
+    assert first.read_bytes().count(b"\n") == 4  # the student, the arrival, the answer's head, its end
+    file.save(record.take(time.time()).batch())
+    assert file._writing is not None
+    await asyncio.wrap_future(file._writing)
+    assert not first.exists()
+    quiet = file._generation
+    file.save(record.take(time.time()).batch())
+    assert file._generation == quiet and file.journal_path(quiet).read_bytes() == b""
+    await asyncio.to_thread(file.close)

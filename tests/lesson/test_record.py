@@ -7,7 +7,7 @@ import pytest
 
 from app.errors import InvalidNickname
 from app.knobs.board import Change
-from app.lesson.entry import Entry, outcome, student_of, timing
+from app.lesson.entry import COLUMNS, Entry, outcome, student_of, timing
 from app.lesson.keep import Kept
 from app.lesson.record import LessonRecord
 from app.lesson.roster import MAX_NICKNAME_CHARS, check_nickname
@@ -158,3 +158,20 @@ def test_a_new_incarnation_marks_the_death_and_cuts_what_the_dead_one_held() -> 
     assert after.roster.get("c" * 22) is not None and after.roster.get("c" * 22).name == "준"  # type: ignore[union-attr]
     assert after.arrive(scope("d" * 22), "limited").id == held.id + 1  # ids go on
     assert after.roster.get("d" * 22).number == 3  # type: ignore[union-attr]
+
+
+def test_each_change_is_noted_as_it_happens_the_answer_before_its_head_goes_out() -> None:
+    record = LessonRecord(max_requests=10, max_age_s=60)
+    noted: list[tuple[str, tuple[object, ...]]] = []
+    record.journal = lambda kind, row: noted.append((kind, row))
+    e = record.arrive(scope(), "limited")
+    assert noted == [("s", (KEY, 1, "")), ("e", e.row())] and e.status is None  # a new student, then the arrival
+    record.answer_started(e, start(200, (b"server-timing", b"wait;dur=5.0, infer;dur=900.0")), scope())
+    kind, row = noted[-1]
+    assert kind == "e" and dict(zip(COLUMNS, row, strict=True))["status"] == 200  # what the student is about to see
+    assert dict(zip(COLUMNS, row, strict=True))["answered"] is not None
+    record.ended(e)
+    record.rename(KEY, "민지")
+    record.knob_turned(Change(1, "limited_seats", 4, 8, 123.0))
+    assert [k for k, _ in noted] == ["s", "e", "e", "e", "s", "m"]
+    assert noted[-2] == ("s", (KEY, 1, "민지")) and noted[-1][1][:3] == (1, "knob", 123.0)
