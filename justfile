@@ -225,6 +225,11 @@ overload-report *ARGS:
 class-check *ARGS:
     python -m tools.class_check {{ARGS}}
 
+# The class view alone, walked through the front as a class uses it: pages and burst.py fire ①–⑤ while /class follows (ARGS: FRONT --token T --box-port P; --help).
+[group('tools')]
+class-view-walk *ARGS:
+    python -m tools.class_view_walk {{ARGS}}
+
 # A SIGTERM with an event stream open: how the stream ends and how long the exit takes (docs/reliability.md).
 [group('tools')]
 drain-time *ARGS:

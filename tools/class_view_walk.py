@@ -737,3 +737,22 @@ def walk(
         view.context.close()
     finally:
         lesson.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The walk alone (the same as `python -m tools.class_check … --only classview`)."""
+    import argparse
+
+    from tools.class_check import class_view
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("front", help="the classroom front, e.g. https://127.0.0.1:8443")
+    parser.add_argument("--token", required=True, help="the instructor token the box printed at start-up")
+    parser.add_argument("--pages", type=int, default=12, help="student pages in Chromium")
+    parser.add_argument("--box-port", type=int, required=True, help="the box's own port (its deaths are watched)")
+    args = parser.parse_args(argv)
+    class_view(args.front, args.token, args.pages, args.box_port)
+
+
+if __name__ == "__main__":
+    main()
