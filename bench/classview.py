@@ -1,7 +1,8 @@
 """What the class view costs the box: 40 students × 50 requests a minute, with 3 class views following the lesson.
 
 `flock /tmp/lab-cpu.lock python -m bench.classview [--minutes 3] [--students 40] [--per-minute 50] [--views 3]
-[--fill 20000] [--out docs/bench/classview-DATE.json]` (`just bench-classview`)
+[--fill 20000] [--repeats 3] [--parts record,class,bound,memory] [--out docs/bench/classview-DATE.json]`
+(`just bench-classview`)
 
 Starts the box as `just serve` does (`python -m app.box`: one core, ~1 s a review, the 1.2 GiB cap) twice, once with
 the lesson's record and `--views` class views following it over their sockets, once without (LAB_LESSON_RECORD=false).
@@ -17,6 +18,14 @@ as 64 clients get answers. Measured:
 - memory: the box's server RSS before and after the class run; the bare server's before and after the fill; and
   the record's own Python objects at the bound (tracemalloc, in this process);
 - what the class got in each arm (answers by status), so that a view taking from the lane would show.
+
+`memory` (the box's own memory, cleanly): `--repeats` fresh boxes per arm, record on (with `--views` views following)
+and off, in alternating order. Each box serves a warm-up of FILL_CLIENTS requests, goes quiet (the lane idle, nothing
+waiting: the box gives its freed heap back after a crowd, app/memory/give_back.py) and is read for SETTLE_S; then it is
+filled to `--fill` requests as the fill above (the record's bound: 20,000 is ten minutes of 40 students at 50 a
+minute) and read again once quiet. Each reading is the median of one a second over SETTLE_S of the box's memory
+cgroup (anonymous memory, and what counts against the cap: usage less the inactive page cache) and of the server's
+RSS. The record's cost is the difference of the arms' median growths; the spread is each arm's range.
 """
 
 import argparse
@@ -25,6 +34,7 @@ import contextlib
 import json
 import random
 import secrets
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -38,6 +48,7 @@ import psutil
 from websockets.asyncio.client import connect
 
 from app.host import cpu_model
+from app.inside.cgroup_memory import MemoryFiles
 from app.lesson.feed import LessonFeed
 from app.lesson.record import LessonRecord
 from app.paths.registry import PATHS
@@ -45,12 +56,14 @@ from app.settings import Settings
 from kit.fire import send
 from kit.host import load_average, machine
 from kit.live import TINY_MODEL
-from kit.serverproc import ServerProcess
+from kit.serverproc import ServerProcess, box_groups
 
 # The paths a class can keep sending to at this rate: they answer "full" at once when they are.
 REFUSING = [p for p in PATHS if 429 in p.statuses]
 CLIENT_TIMEOUT_S = 30.0
 FILL_CLIENTS = 64
+SETTLE_S = 10.0  # the memory section: a quiet box read once a second for this long (its median)
+MIB = 2**20
 
 
 def server_rss(server: ServerProcess) -> int:
@@ -257,6 +270,98 @@ def bound_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
     return {"record": record, **result}
 
 
+def quiet(url: str, limit_s: float = 300.0) -> None:
+    """Until nothing is in flight or waiting on any path, the lane idle and no ticket queued or running."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        body = httpx.get(f"{url}/api/stats", timeout=30).json()
+        busy = any(p["in_flight"] or p["waiting"] for p in body["paths"].values()) or body["lane"]["busy"]
+        if not busy and not (body["jobs"]["queued"] or body["jobs"]["running"]):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} never went quiet")
+
+
+def memory_now(server: ServerProcess, files: MemoryFiles | None) -> dict[str, float]:
+    """The box's memory in MiB: its cgroup's anonymous memory and charge (usage less inactive page cache), and the
+    server's RSS and anonymous RSS (/proc/PID/status RssAnon)."""
+    found = {"server_rss": server_rss(server) / MIB}
+    anon = 0
+    for pid in server.server_pids():
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    anon += int(line.split()[1]) * 1024
+    found["server_rss_anon"] = anon / MIB
+    if files is not None:
+        found["cgroup_anon"] = files.anon_bytes() / MIB
+        found["cgroup_charged"] = files.charged_bytes() / MIB
+    return found
+
+
+def settled(server: ServerProcess, files: MemoryFiles | None) -> dict[str, float]:
+    """Once the box is quiet and has given its freed heap back: each measure's median over SETTLE_S, one a second."""
+    quiet(server.url)
+    time.sleep(2.0)  # the give-back trims 0.5 s after the crowd's last turn: past it
+    readings = []
+    for _ in range(int(SETTLE_S)):
+        readings.append(memory_now(server, files))
+        time.sleep(1.0)
+    return {k: round(statistics.median(r[k] for r in readings), 2) for k in readings[0]}
+
+
+async def warm_and_fill(server: ServerProcess, token: str, args: argparse.Namespace, views: int) -> dict[str, Any]:
+    groups = box_groups(server.pid)
+    files = MemoryFiles.at(groups.dirs["memory"]) if groups is not None and groups.has("memory") else None
+    warm: Counter[str] = Counter()
+    await fill(server.url, FILL_CLIENTS, warm)  # one request a client: first-use costs out of the measure
+    async with Views(server.url, token, views):
+        before = await asyncio.to_thread(settled, server, files)
+        filled: Counter[str] = Counter()
+        started = time.monotonic()
+        await fill(server.url, args.fill, filled)
+        wall = time.monotonic() - started
+        after = await asyncio.to_thread(settled, server, files)
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            state = await lesson_state(client, token)
+    return {
+        "views": views,
+        "fill_s": round(wall, 1),
+        "requests": sum(filled.values()),
+        "answers": dict(sorted(filled.items())),
+        "kept": None if state is None else state["kept"],
+        "before_mib": before,
+        "after_mib": after,
+        "growth_mib": {k: round(after[k] - before[k], 2) for k in before},
+    }
+
+
+def memory_arm(args: argparse.Namespace, record: bool) -> dict[str, Any]:
+    """One fresh box, warmed, quiet, filled to the bound, quiet again."""
+    server, token = serving(Settings().resolved_model_dir(), True, record)
+    with server:
+        result = asyncio.run(warm_and_fill(server, token, args, args.views if record else 0))
+    return {"record": record, **result}
+
+
+def memory_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per measure: each arm's growths, their median and range; the record's cost as the difference of medians, and
+    the widest and narrowest differences the ranges allow."""
+    summary: dict[str, Any] = {}
+    for measure in runs[0]["growth_mib"]:
+        on = [r["growth_mib"][measure] for r in runs if r["record"]]
+        off = [r["growth_mib"][measure] for r in runs if not r["record"]]
+        if not on or not off:
+            continue
+        summary[measure] = {
+            "record_on": {"growths": on, "median": statistics.median(on), "range": [min(on), max(on)]},
+            "record_off": {"growths": off, "median": statistics.median(off), "range": [min(off), max(off)]},
+            "cost_median_mib": round(statistics.median(on) - statistics.median(off), 2),
+            "cost_bounds_mib": [round(min(on) - max(off), 2), round(max(on) - min(off), 2)],
+        }
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0)
@@ -264,8 +369,11 @@ def main() -> None:
     parser.add_argument("--per-minute", type=float, default=50.0)
     parser.add_argument("--views", type=int, default=3)
     parser.add_argument("--fill", type=int, default=20_000, help="requests sent after the class run (the bound)")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh boxes per arm in the memory section")
+    parser.add_argument("--parts", default="record,class,bound,memory", help="which sections run (comma-separated)")
     parser.add_argument("--out", help="JSON report (docs/bench/classview-DATE.json)")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": f"{machine()} ({cpu_model()})",
@@ -273,13 +381,25 @@ def main() -> None:
         "scenario": vars(args) | {"paths": [p.name for p in REFUSING]},
         "note": "shared machine: other helpers' builds and tests may have run beside it",
     }
-    report: dict[str, Any] = {**meta, "record_at_bound": record_at_bound(Settings().lesson_max_requests, args.students)}
-    print(json.dumps(report["record_at_bound"]), flush=True)
-    for name, run in (("box", box_arm), ("bound", bound_arm)):
+    report: dict[str, Any] = dict(meta)
+    if "record" in parts:
+        report["record_at_bound"] = record_at_bound(Settings().lesson_max_requests, args.students)
+        print(json.dumps(report["record_at_bound"]), flush=True)
+    for name, part, run in (("box", "class", box_arm), ("bound", "bound", bound_arm)):
+        if part not in parts:
+            continue
         report[name] = []
         for record in (True, False):
             report[name].append(run(args, record))
             print(json.dumps({name: report[name][-1]}, ensure_ascii=False), flush=True)
+    if "memory" in parts:
+        report["box_memory"] = []
+        for n in range(args.repeats):
+            for record in (True, False) if n % 2 == 0 else (False, True):  # alternating: drift falls on both arms
+                report["box_memory"].append(memory_arm(args, record) | {"repeat": n + 1, "load": load_average()})
+                print(json.dumps({"box_memory": report["box_memory"][-1]}, ensure_ascii=False), flush=True)
+        report["box_memory_summary"] = memory_summary(report["box_memory"])
+        print(json.dumps({"box_memory_summary": report["box_memory_summary"]}, ensure_ascii=False), flush=True)
     report["load_after"] = load_average()
     if args.out:
         Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -47,6 +47,8 @@ from typing import Any
 import httpx
 import psutil
 
+from app.host import cpu_model
+from kit.host import load_average, machine
 from kit.serverproc import wait_healthy
 from tools.class_check import burst_command
 
@@ -83,7 +85,8 @@ ROUNDS = [
 READ_ROWS = """() => [...document.querySelectorAll('#rows tbody tr')].map((tr) => ({
   status: Number(tr.dataset.status || 0), wait: tr.dataset.waitMs ?? null, infer: tr.dataset.inferMs ?? null,
   cache: tr.dataset.cache ?? null, batch: Number(tr.dataset.batchSize || 1),
-  front: tr.querySelector('td.status').textContent.includes('front_limit')}))"""
+  front: tr.querySelector('td.status').textContent.includes('front_limit'),
+  said: tr.querySelector('td.status').title || tr.querySelector('td.status').textContent}))"""
 READ_SUMMARY = """() => ({counts: JSON.parse(document.getElementById('summary').dataset.counts || '{}'),
   text: document.getElementById('summary').textContent})"""
 READ_TALLY = """(path) => [...document.querySelectorAll(`#class-tallies tr[data-path=${path}] td`)]
@@ -320,7 +323,9 @@ def burst_run(front: str, n: int, path: str, source: str) -> Iterator[Callable[[
 
         def result() -> tuple[Student, dict[str, Any]]:
             _, err = process.communicate(timeout=GUARD_S)
-            report = json.loads(out.read_text("utf-8") or "{}")
+            if not out.exists():  # burst.py says why in its one line
+                raise RuntimeError(f"burst.py exited {process.returncode}: {err.decode(errors='replace')[-2000:]}")
+            report = json.loads(out.read_text("utf-8"))
             assert report.get("student") == key, err.decode(errors="replace")[-2000:]
             student = Student(key, "burst.py")
             (burst,) = report["bursts"]
@@ -333,6 +338,7 @@ def burst_run(front: str, n: int, path: str, source: str) -> Iterator[Callable[[
                     "infer": row.get("infer_ms"),
                     "cache": row.get("cache"),
                     "batch": row.get("batch_size") or 1,
+                    "said": row.get("error"),
                 }
                 student.seen.append({**saw, "path": path, "front": front_limit})
             s = burst["summary"]
@@ -496,7 +502,11 @@ def check_students(students: list[Student], records: list[dict[str, Any]], emit:
         kept = sorted(record_key(r) for r in theirs)
         same = saw == kept
         named = s.name == "" or all(r["name"] == s.name for r in theirs)
-        missing = list((Counter(saw) - Counter(kept)).elements())
+        missing = [
+            {**x, "as": k}
+            for x in reached
+            if (k := seen_key(x["status"], x["wait"], x["infer"])) in (Counter(saw) - Counter(kept))
+        ]
         extra = list((Counter(kept) - Counter(saw)).elements())
         emit(
             check="student",
@@ -705,12 +715,31 @@ def walk(
     lesson = Lesson(front, token)
     sources = script_from or SCRIPT_FROM
     began = time.time()
+    results: list[bool] = []
+    told = emit
+
+    def counted(**row: Any) -> None:
+        if "ok" in row:
+            results.append(bool(row["ok"]))
+        told(**row)
+
+    emit = counted
     try:
         errors: list[str] = []
         view = open_view(browser, front, token, errors)
         class_ = [open_student(browser, front, i) for i in range(pages)]
         scripts: list[Student] = []
-        emit(check="classview start", pages=pages, keys=len({s.key for s in class_}), front=front)
+        box = lesson.stats()["box"]
+        emit(
+            check="classview start",
+            pages=pages,
+            keys=len({s.key for s in class_}),
+            front=front,
+            host=f"{machine()} ({cpu_model()})",
+            load=load_average(),
+            box_speed=box["speed"],
+            incarnation=box["incarnation"],
+        )
         with DeathWatch(box_port) as watch:
             for r in ROUNDS[:-1]:
                 play_round(lesson, view, class_, scripts, r, front, sources, emit)
@@ -735,6 +764,13 @@ def walk(
         for s in class_:
             s.page.context.close()
         view.context.close()
+        told(
+            check="classview end",
+            seconds=round(time.time() - began),
+            checks=len(results),
+            failed=results.count(False),
+            load=load_average(),
+        )
     finally:
         lesson.close()
 
