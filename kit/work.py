@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.cost import rising_curve
 from app.engine.model import load_topics
 from app.settings import PROJECT_ROOT, Settings
 from kit.load import TextSource
@@ -101,31 +102,16 @@ def size(length: Length, unit: str) -> float:
     return float(length.tokens if unit == "tokens" and length.tokens is not None else length.chars)
 
 
-def _rises(a_b_c: Sequence[float], low: float, high: float) -> bool:
-    """Never cheaper for longer over [low, high]: the slope b + 2c·x is a line, so its two ends say."""
-    _, b, c = a_b_c
-    return b + 2 * c * low >= 0 and b + 2 * c * high >= 0
-
-
 def fit_cost(measured: Sequence[tuple[Length, float]]) -> CostFit:
-    """A + b·x + c·x² through (length, seconds) measured one at a time; a line, or the mean, where the data
-    cannot carry more (too few distinct lengths, or a curve that would make a longer review cheaper)."""
+    """A + b·x + c·x² through (length, seconds) measured one at a time, as ⑤ fits its own reviews
+    (`rising_curve`): a line, or the mean, where the data cannot carry more."""
     points = [(length, s) for length, s in measured if s > 0]
     if not points:
         raise ValueError("no review was measured: nothing to fit a cost on")
     unit = "tokens" if all(length.tokens is not None for length, _ in points) else "chars"
     x = np.array([size(length, unit) for length, _ in points])
     y = np.array([s for _, s in points])
-    coefficients = [float(y.mean()), 0.0, 0.0]
-    for degree in (2, 1):
-        if len(set(x.tolist())) <= degree:
-            continue
-        high_first = np.polyfit(x, y, degree, w=1 / y)
-        found = [float(c) for c in high_first[::-1]] + [0.0] * (2 - degree)
-        if _rises(found, float(x.min()), float(x.max())):
-            coefficients = found
-            break
-    a, b, c = coefficients
+    a, b, c = rising_curve(x.tolist(), y.tolist()) or (float(y.mean()), 0.0, 0.0)
     predicted = np.maximum(0.0, a + b * x + c * x * x)
     worst = float(np.max(np.abs(predicted - y) / y))
     return CostFit(unit, round(a, 6), round(b, 8), round(c, 10), len(points), round(worst, 3))

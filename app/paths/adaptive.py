@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.engine.cost import LengthCost
+from app.engine.cost import TokenCost
 from app.engine.lane import InferenceLane
 from app.engine.model import TokenCount, token_counter
 from app.errors import BoxFull, InferenceFailed
@@ -87,7 +87,7 @@ class AdaptiveGate:
         self._crowd = Crowd()
         self._repeats: deque[asyncio.Future[None]] = deque()  # second requests held through a crowd's first moment
         self._settle_timer: asyncio.TimerHandle | None = None
-        self._own_cost = LengthCost()  # seconds ≈ a + b × tokens, from ⑤'s own inferences
+        self._own_cost = TokenCost()  # seconds ≈ a + b·t + c·t², t its tokens, from ⑤'s own inferences
         self._room = lane.room
         self._target_reviews = target_reviews
         self._interval_reviews = interval_reviews
@@ -157,21 +157,20 @@ class AdaptiveGate:
     def cost_s(self, text: str) -> tuple[int | None, float]:
         """A review's tokens and its predicted seconds on the lane: from its tokens once ⑤'s own inferences
         can tell long from short, from its characters (the lane's shared clock) until then. Longer than any
-        review ⑤ has measured, never less than its characters say: a line fitted on short reviews runs under
-        a long one's cost (attention grows faster than its tokens), and a review predicted short makes those
-        admitted behind it late, while one predicted long only turns away newcomers who could not have
-        started in time anyway (the lane's remainder drops to nothing when it ends)."""
+        review ⑤ has measured, never less than its characters say: a curve fitted on short reviews alone runs
+        under a long one's cost (its square is mostly noise there), and a review
+        predicted short makes those admitted behind it late, while one predicted long only turns away newcomers
+        who could not have started in time anyway (the lane's remainder drops to nothing when it ends)."""
         by_chars = self._room.one(len(text))
         tokens = None if self._tokens is None else self._tokens(text)
-        fit = self._own_cost.fit
-        if tokens is None or fit is None:
+        by_tokens = None if tokens is None else self._own_cost.seconds(tokens)
+        if tokens is None or by_tokens is None:
             return tokens, by_chars
-        by_tokens = fit.seconds(1, tokens)
         return tokens, by_tokens if tokens <= self._own_cost.largest else max(by_tokens, by_chars)
 
     def learn(self, tokens: int, seconds: float) -> None:
         """One of ⑤'s reviews took `seconds` on the lane: what its tokens cost."""
-        self._own_cost.observe(seconds, 1, tokens)
+        self._own_cost.observe(tokens, seconds)
 
     async def run(self, text: str, student: str | None = None) -> Outcome:
         """Infer one review; the wait runs from this call to the start of its inference."""

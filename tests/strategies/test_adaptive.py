@@ -239,11 +239,11 @@ async def test_the_other_paths_held_work_is_ahead_of_a_newcomer(
 
 
 def test_a_review_longer_than_any_measured_is_never_predicted_under_its_characters(steady_lane: InferenceLane) -> None:
-    """A line fitted on short reviews runs under a long one's cost: past the longest measured, the characters'
-    prediction is the floor (a review predicted short makes those behind it late)."""
+    """A curve fitted on short reviews alone runs under a long one's cost: past the longest measured, the
+    characters' prediction is the floor (a review predicted short makes those behind it late)."""
     gate = AdaptiveGate(steady_lane, target_reviews=2, interval_reviews=4, tokens=len, now=Clock())
     for tokens in (10, 20, 30, 40, 10, 20):
         gate.learn(tokens, 0.1 + 0.001 * tokens)  # 0.1 s + 1 ms a token, as measured on short reviews
     by_chars = steady_lane.room.one(400)  # the lane's shared clock: 1 s a review here
     assert gate.cost_s("가" * 40)[1] == pytest.approx(0.14)  # within what was measured: its tokens alone
-    assert gate.cost_s("가" * 400)[1] == pytest.approx(by_chars)  # past it: the line says 0.5 s, the floor 1 s
+    assert gate.cost_s("가" * 400)[1] == pytest.approx(by_chars)  # past it: the fit says 0.5 s, the floor 1 s
