@@ -7,6 +7,7 @@ supervisor `just serve` runs (docs/box.md): one core, ~1 s per median review by 
 """
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -91,11 +92,32 @@ def remove_box_groups(supervisor_pid: int) -> None:
         group.remove()
 
 
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10_000
+
+
 def free_port() -> int:
+    """A port free now, below the kernel's ephemeral range where it can: a port from bind(0) comes from that
+    range, and any outgoing connection (another test's client, on another xdist worker) may take it as its
+    own local port before the server binds it; below the range only a listener can."""
+    try:
+        first_ephemeral = int(EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 0
+    rng = random.SystemRandom()
+    for _ in range(100 if first_ephemeral > LOWEST_PORT + 1000 else 0):
+        port = rng.randrange(LOWEST_PORT, first_ephemeral)
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def wait_healthy(

@@ -1,7 +1,8 @@
 """A benchmark's box leaves no cgroup behind: the leftovers of a supervisor are found by its name, per controller;
-and the one "wait until the box answers" waits for a 200, not for any answer."""
+the one "wait until the box answers" waits for a 200, not for any answer; a free port stays free."""
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kit import serverproc
 from kit.live import TINY_MODEL
 from kit.measure import PeakRss
 from kit.serverproc import ServerProcess, box_groups, wait_healthy
@@ -112,3 +114,18 @@ def test_a_box_server_serves_from_a_child_and_leaves_no_group_behind() -> None:
         assert served_by and server.pid not in served_by
         supervisor = server.pid
     assert box_groups(supervisor) is None
+
+
+def test_a_free_port_is_below_the_ephemeral_range_where_no_client_socket_can_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port from bind(0) is one an outgoing connection (another worker's test client) may take as its local
+    port before the server binds it: a class start failed so ("Port … is taken")."""
+    monkeypatch.setattr(serverproc, "EPHEMERAL", tmp_path / "range")
+    (tmp_path / "range").write_text("32768\t60999\n")
+    ports = {serverproc.free_port() for _ in range(20)}
+    assert all(serverproc.LOWEST_PORT <= port < 32768 for port in ports)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", ports.pop()))  # and free: it binds
+    (tmp_path / "range").write_text("1024\t65535\n")  # no room below the range: the kernel's pick
+    assert 1024 <= serverproc.free_port() <= 65535

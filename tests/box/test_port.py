@@ -12,6 +12,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from app.box.port import bound_socket, claim_port, hold_port
+from kit.serverproc import free_port
 
 
 class GatedStart:
@@ -81,12 +82,6 @@ async def test_a_client_is_refused_while_the_incarnation_starts_and_served_once_
         await asyncio.wait_for(server.serving.wait(), timeout=30)
         assert (await get(port)).startswith(b"HTTP/1.1 200")
     sock.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_second_box_on_the_port_is_refused_even_while_the_first_still_starts() -> None:
