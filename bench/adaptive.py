@@ -24,6 +24,7 @@ take them without. Client-side tooling: the server never imports this.
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -212,6 +213,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--long-chars", type=int, default=2000, help="characters of each long review")
     parser.add_argument("--seed", type=int, default=1, help="which reviews the client sends (the same to every path)")
     parser.add_argument("--out", type=Path, default=OUT, help="JSON lines, appended")
+    parser.add_argument(
+        "--adaptive-target",
+        type=float,
+        help="⑤'s target in reviews (LAB_ADAPTIVE_TARGET_REVIEWS) for every lab started: a point on the frontier",
+    )
     args = parser.parse_args(argv)
     if args.core is None:
         parser.error("pinning the lab to one core needs Linux (sched_setaffinity, taskset)")
@@ -219,6 +225,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--long-chars: the lab takes reviews of 1 to {Settings().max_text_chars} characters")
     if any(not 0 <= share < 1 for share in args.long_share):
         parser.error("--long-share: a share from 0 up to (not including) 1")
+    if args.adaptive_target is not None:
+        os.environ["LAB_ADAPTIVE_TARGET_REVIEWS"] = str(args.adaptive_target)  # the pinned labs inherit it
+    target_reviews = Settings().adaptive_target_reviews  # what every lab started here runs ⑤ with
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a `timeout` must still stop the pinned servers
     keep_off(args.core)
     started = datetime.now(UTC)
@@ -242,6 +251,7 @@ def main(argv: list[str] | None = None) -> None:
                 # The plain mean of the reviews measured one at a time (what capacity was before issue 45).
                 "measured_mean_s": round(meter.cost.measured_mean_s, 3),
                 "cost_fit": meter.cost.fit.row(),
+                "adaptive_target_reviews": target_reviews,
             }
             for multiple in args.multiples:
                 order = args.paths[run % len(args.paths) :] + args.paths[: run % len(args.paths)]  # each goes first
@@ -273,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
                         fired = burst(path, size, share, meter, args, Path(scratch))
                     line = {"date": started.isoformat(timespec="seconds"), "host": host, "path": path, "burst": size}
                     line |= {"run": run, "long_share": share, "long_chars": args.long_chars}
+                    line |= {"adaptive_target_reviews": target_reviews}
                     line |= {"one_review_s": round(one_s, 3), **fired, "seed": args.seed}
                     with args.bursts_out.open("a", encoding="utf-8") as out:
                         out.write(json.dumps(line, ensure_ascii=False) + "\n")
