@@ -40,8 +40,8 @@ from bench.adaptive_curve import write as write_curve
 from bench.peer import LONG_MEASURED, PinnedServer, lane_cost, measured_one_at_a_time
 from kit.cores import bench_core, keep_off
 from kit.host import machine
-from kit.load import Fate, LoadConfig, LoadResult, finished_at, percentile, run_load, summarize
-from kit.work import Lengths, WorkMeter, mix_sample, mixed
+from kit.load import LoadConfig, LoadResult, percentile, run_load, summarize
+from kit.work import Lengths, WorkMeter, in_window, mix_sample, mixed
 
 OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive.jsonl"
 BURSTS_OUT = PROJECT_ROOT / "docs" / "bench" / "adaptive-bursts.jsonl"
@@ -84,26 +84,17 @@ def stream(
     return stream_numbers(path, measured(path, config, args, scratch), meter)
 
 
-def inside(answer: Fate, window_s: float) -> float:
-    """The share of an answer delivered after the window whose inference (Server-Timing) ran inside it."""
-    if finished_at(answer) <= window_s or not answer.infer_ms:
-        return 0.0
-    infer_s = answer.infer_ms / 1000
-    return max(0.0, min(1.0, (window_s - (finished_at(answer) - infer_s)) / infer_s))
-
-
 def stream_numbers(path: str, result: LoadResult, meter: WorkMeter) -> dict[str, Any]:
     """A stream's row: answers in the window, counted and weighed by their cost; latencies; ⑤'s promises."""
     summary = summarize(result)
     window = result.config.duration_s
     ok = [o for o in result.outcomes if o.category == "ok"]
-    in_window = [o.text for o in ok if o.text is not None and finished_at(o) <= window]
-    straddling = [(o.text, share) for o in ok if o.text is not None and (share := inside(o, window)) > 0]
+    within, straddling = in_window(result)
     refused = [o.latency_s for o in result.outcomes if o.category.startswith("rejected")]
     return {
         "counts": summary["counts"],
         "served_per_s": summary["useful_per_s"],
-        **meter.row([o.text for o in result.outcomes if o.text is not None], in_window, window, straddling),
+        **meter.row([o.text for o in result.outcomes if o.text is not None], within, window, straddling),
         "p95_served_s": percentile([o.latency_s for o in ok], 95),
         "p99_refused_s": percentile(refused, 99),
         "lane_share": summary["useful_lane_share"],  # of the window, on answers delivered: blind to the mix

@@ -10,9 +10,10 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kit.load import LoadResult, percentile
-from kit.work import WorkMeter
+from kit.work import WorkMeter, in_window
 
 LAB, PEER = "lab ③ batched", "LitServe 0.2.19"
 LAB_LIMITED, INFINITY = "lab ② limited", "Infinity 0.0.78"
@@ -50,6 +51,10 @@ class Row:
     offered_mean_tokens: float | None = None
     served_mean_chars: float | None = None
     served_mean_tokens: float | None = None
+    # An open stream's answers delivered within its sending window, counted and weighed the way bench.adaptive
+    # counts ②③⑤ (kit/work.py `in_window`): what the page's cost curve draws beside them; None for the rest.
+    served_in_window: int | None = None
+    served_work_in_window: float | None = None
 
 
 def answer_window(result: LoadResult) -> float:
@@ -92,10 +97,17 @@ def row_of(
         mean_batch = sum(o.batch_size or 1 for o in ok) / len(ok) if ok else None
     span = answer_window(result)
     work: dict[str, float | None] = {}
+    window: dict[str, Any] = {}
     if meter is not None:
         offered = [o.text for o in result.outcomes if o.text is not None]
         served = [o.text for o in ok if o.text is not None]
         work = meter.row(offered, served, span)
+        if result.config.rate > 0 and result.config.timeout_s > 0:
+            within, straddling = in_window(result)
+            window["served_in_window"] = len(within)
+            window["served_work_in_window"] = meter.row(offered, within, result.config.duration_s, straddling)[
+                "served_work"
+            ]
     return Row(
         server=server,
         scenario=scenario,
@@ -120,6 +132,7 @@ def row_of(
         offered_mean_tokens=work.get("offered_mean_tokens"),
         served_mean_chars=work.get("served_mean_chars"),
         served_mean_tokens=work.get("served_mean_tokens"),
+        **window,
     )
 
 

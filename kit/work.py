@@ -19,7 +19,7 @@ import numpy as np
 from app.engine.cost import rising_curve
 from app.engine.model import load_topics
 from app.settings import PROJECT_ROOT, Settings
-from kit.load import TextSource
+from kit.load import Fate, LoadResult, TextSource, finished_at
 
 TOPICS_FILE = PROJECT_ROOT / "app" / "data" / "topics.json"
 
@@ -204,3 +204,22 @@ def mix_sample(seed: int, long_share: float, long_chars: int, count: int = 2000)
     """What a stream of this mix offers, in its exact proportions: the mix a capacity is the mean over."""
     longs = round(long_share * count)
     return mixed(seed, count - longs, longs, long_chars)
+
+
+def inside(answer: Fate, window_s: float) -> float:
+    """The share of an answer delivered after the window whose inference (Server-Timing) ran inside it; 0 for a
+    server that does not say how long its inference took (a peer)."""
+    if finished_at(answer) <= window_s or not answer.infer_ms:
+        return 0.0
+    infer_s = answer.infer_ms / 1000
+    return max(0.0, min(1.0, (window_s - (finished_at(answer) - infer_s)) / infer_s))
+
+
+def in_window(result: LoadResult) -> tuple[list[str], list[tuple[str, float]]]:
+    """A stream's answers delivered within its sending window (the texts), and those after it whose inference ran
+    partly inside it, each with that share: what `served_work` counts, the same for every server measured."""
+    window_s = result.config.duration_s
+    ok = [o for o in result.outcomes if o.category == "ok" and o.text is not None]
+    within = [o.text for o in ok if o.text is not None and finished_at(o) <= window_s]
+    straddling = [(o.text, share) for o in ok if o.text is not None and (share := inside(o, window_s)) > 0]
+    return within, straddling

@@ -118,6 +118,25 @@ def test_served_work_is_weighed_over_the_same_window_as_served_per_second() -> N
     assert f"| {row.served_per_s:.3f} | 0.04 | 78.0 (718.7) |" in table
 
 
+def test_a_streams_work_within_its_sending_window_is_counted_as_bench_adaptive_counts_the_labs_paths() -> None:
+    """The page's cost curve puts the peers beside ②③⑤: the answers delivered by the window's end (10 s here),
+    a peer's answer after it counting nothing (a peer says nothing of when its inference ran)."""
+    config = LoadConfig(url="", path="", mode="open", rate=1.0, duration_s=10.0, timeout_s=30.0)
+    outcomes = [
+        Fate(0.0, 1.0, "ok", 200, text="a" * 39),  # done at 1 s: 0.39 s of the lane's work
+        Fate(4.0, 2.0, "ok", 200, text="b" * 117),  # done at 6 s: 1.17 s
+        Fate(9.0, 3.0, "ok", 200, text="c" * 50),  # done at 12 s, after the window
+        Fate(9.5, 3.0, "ok", 200, infer_ms=2500, text="d" * 50),  # after it too, a fifth of its inference inside
+    ]
+    row = row_of(INFINITY, "open 2×", 1, LoadResult(config, "", outcomes), [], 0, meter=meter())
+    assert row.served_in_window == 2
+    assert row.served_work_in_window == round((0.39 + 1.17) / 10.0, 3)
+    burst = LoadConfig(url="", path="", mode="open", burst=12, duration_s=1.0, timeout_s=30.0)
+    assert (
+        row_of(INFINITY, "burst 12", 1, LoadResult(burst, "", outcomes), [], 0, meter=meter()).served_in_window is None
+    )
+
+
 def test_mean_batch_is_per_request_from_the_headers_or_from_the_peer_log() -> None:
     lab = row_of(LAB, "burst 12", 1, load_result([1.0] * 9, [8] * 8 + [1]), [], 0)
     peer = row_of(PEER, "burst 12", 1, load_result([1.0] * 9), [8, 1], 0)
