@@ -1,4 +1,4 @@
-"""`python -m bench.adaptive_curve`: the page's cost curve for ②③⑤, from the committed benchmark rows.
+"""`python -m bench.adaptive_curve`: the page's cost curve for ②③⑤ (and the peers), from the committed benchmark rows.
 
 Reads docs/bench/adaptive.jsonl and adaptive-bursts.jsonl (written by `python -m bench.adaptive`), keeps
 the newest run (rows sharing its `date`), and takes the median over its repeats of each (path, offered
@@ -7,7 +7,9 @@ one-at-a-time cost over the window, kit/work.py), the served and offered mean le
 ÷ one review's time, and the shares refused and given up; answers after their promise (⑤'s `late`) are
 summed over the runs. A run with long reviews mixed in (`--long-share 0 0.1`) has one set per mix: the
 smallest share is the figure's, the others are `long_mixes`. Rows from before issue 45 have no work,
-lengths or mix: their points say None. Writes static/adaptive-curve.json (drawn by static/js/costcurve.js)
+lengths or mix: their points say None. `--peers` adds Infinity's and LitServe's open streams from a
+`bench.peer` report, counted the same way (within the sending window, over that run's measured capacity).
+Writes static/adaptive-curve.json (drawn by static/js/costcurve.js)
 and prints the Markdown tables docs/adaptive.md quotes, so the page and the docs show the same medians.
 `bench.adaptive` runs this at its end; run it alone to redraw from the committed rows.
 """
@@ -151,6 +153,63 @@ def curve(streams: list[dict[str, Any]], bursts: list[dict[str, Any]]) -> dict[s
     }
 
 
+PEERS = {"Infinity": "infinity", "LitServe": "litserve"}  # the peers drawn beside ②③⑤, by their server names' start
+
+
+def peer_points(report: Path) -> dict[str, Any]:
+    """Infinity's and LitServe's open streams in a `bench.peer` report, as points like ②③⑤'s: answers and work
+    within the sending window (its rows' `served_in_window`, counted as bench.adaptive counts), each over the
+    capacity that run measured on its own core. Rows from before the window was counted are left out."""
+    data = json.loads(report.read_text(encoding="utf-8"))
+    capacity = float(data["capacity_per_s"])
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for row in data["rows"]:
+        name = next((key for prefix, key in PEERS.items() if row["server"].startswith(prefix)), None)
+        multiple = re.match(r"open ([\d.]+)× .*, ([\d.]+) s,", row["scenario"])  # "open 2× Poisson (2.31/s, 60 s, …)"
+        if name is not None and multiple is not None and row.get("served_in_window") is not None:
+            groups.setdefault((name, float(multiple[1])), []).append(row | {"window_s": float(multiple[2])})
+
+    def point(rows: list[dict[str, Any]], name: str, multiple: float) -> dict[str, Any]:
+        window_s = float(rows[0]["window_s"])
+
+        def share(row: dict[str, Any], prefix: str) -> float:
+            refused = sum(v for k, v in row["not_served_by"].items() if k.startswith(prefix))
+            return float(refused) / max(1, int(row["sent"]))
+
+        def middle(key: str, digits: int) -> float | None:
+            return rounded(median([r.get(key) for r in rows]), digits)
+
+        return {
+            "path": name,
+            "label": rows[0]["server"],
+            "multiple": multiple,
+            "runs": len(rows),
+            "served_vs_capacity": round(
+                statistics.median(r["served_in_window"] for r in rows) / window_s / capacity, 3
+            ),
+            "served_work": middle("served_work_in_window", 3),
+            "offered_mean_chars": middle("offered_mean_chars", 1),
+            "served_mean_chars": middle("served_mean_chars", 1),
+            "p95_reviews": rounded(median([r["p95_s"] and r["p95_s"] * capacity for r in rows]), 2),
+            "p99_refused_s": None,
+            "refused_share": round(statistics.median(share(r, "rejected") for r in rows), 3),
+            "gave_up_share": round(statistics.median(share(r, "client_timeout") for r in rows), 3),
+            "late": None,
+        }
+
+    measured = re.match(r"Measured (\d{4}-\d{2}-\d{2}) ([\d:]+)", data["header"])
+    return {
+        "source": str(report.relative_to(PROJECT_ROOT) if report.is_relative_to(PROJECT_ROOT) else report),
+        "date": measured[1] if measured else None,
+        "time_utc": measured[2] if measured else None,
+        "capacity_per_s": round(capacity, 3),
+        "one_review_s": round(1 / capacity, 3),
+        "streams": [
+            point(groups[k], *k) for k in sorted(groups, key=lambda k: (list(PEERS.values()).index(k[0]), k[1]))
+        ],
+    }
+
+
 def tables(data: dict[str, Any]) -> str:
     def num(value: float | None, digits: int) -> str:
         return "–" if value is None else f"{value:.{digits}f}"
@@ -165,6 +224,12 @@ def tables(data: dict[str, Any]) -> str:
     lines = [
         f"Medians of {data['runs']} runs from {data['date']} {data['time_utc']} UTC on {data['host']}.",
     ]
+    if data.get("peers"):
+        peers = data["peers"]
+        lines.append(
+            f"Infinity and LitServe: {peers['source']} ({peers['date']} {peers['time_utc']} UTC), within each "
+            f"stream's window, over the capacity that run measured ({peers['capacity_per_s']:.3f} reviews/s)."
+        )
     for one in [data, *data.get("long_mixes", [])]:
         share = one.get("long_share") or 0.0
         mixed = f"{share:.0%} of the reviews {one.get('long_chars') or 0:,} characters long" if share else "pool only"
@@ -180,9 +245,10 @@ def tables(data: dict[str, Any]) -> str:
             "| p99 refused (s) | refused | gave up at 30 s | late |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for p in one["streams"]:
+        peers = data["peers"]["streams"] if one is data and data.get("peers") else []
+        for p in [*one["streams"], *peers]:
             lines.append(
-                f"| {spec(p['path']).label} | {p['multiple']:g}× | {num(p['served_vs_capacity'], 2)} "
+                f"| {p.get('label') or spec(p['path']).label} | {p['multiple']:g}× | {num(p['served_vs_capacity'], 2)} "
                 f"| {num(p.get('served_work'), 2)} "
                 f"| {lengths(p)} "
                 f"| {num(p['p95_reviews'], 1)} | {num(p['p99_refused_s'], 3)} "
@@ -203,13 +269,30 @@ def tables(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def drawn_peers(out: Path) -> Path | None:
+    """The peer report the figure at `out` already draws, so a redraw of ②③⑤ keeps Infinity and LitServe."""
+    try:
+        source = json.loads(out.read_text(encoding="utf-8"))["peers"]["source"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    path = PROJECT_ROOT / source
+    return path if path.exists() else None
+
+
 def write(
-    streams: Path = STREAMS, bursts: Path = BURSTS, out: Path = CURVE, since: str | None = None
+    streams: Path = STREAMS,
+    bursts: Path = BURSTS,
+    out: Path = CURVE,
+    since: str | None = None,
+    peers: Path | None = None,
 ) -> dict[str, Any]:
     rows = newest(streams, since)
     dates = {row["date"] for row in rows}
     fired = [b for b in newest(bursts, since) if b["date"] in dates] if bursts.exists() else []
     data = curve(rows, fired) | {"since": since}  # bursts only from the same runs as the streams
+    peers = peers or drawn_peers(out)
+    if peers is not None:
+        data["peers"] = peer_points(peers)
     out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return data
 
@@ -220,8 +303,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bursts", type=Path, default=BURSTS)
     parser.add_argument("--out", type=Path, default=CURVE)
     parser.add_argument("--since", help="every run from this ISO date-time on (default: the newest run alone)")
+    parser.add_argument(
+        "--peers",
+        type=Path,
+        help="a `bench.peer` report (docs/bench/peer-TAG.json) whose open streams put Infinity and LitServe beside "
+        "②③⑤ (default: the report the figure already draws)",
+    )
     args = parser.parse_args(argv)
-    print(tables(write(args.streams, args.bursts, args.out, args.since)))
+    print(tables(write(args.streams, args.bursts, args.out, args.since, args.peers)))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.adaptive_curve import BURSTS, CURVE, STREAMS, curve, newest, tables, write
+from app.settings import PROJECT_ROOT
+from bench.adaptive_curve import BURSTS, CURVE, STREAMS, curve, newest, peer_points, tables, write
 from tests.conftest import LabClientFactory
 from tests.fakes import GatedScorer
 
@@ -37,7 +38,68 @@ def test_the_committed_figure_is_the_newest_runs_medians() -> None:
     rows = newest(STREAMS, since)
     dates = {row["date"] for row in rows}
     fired = [b for b in newest(BURSTS, since) if b["date"] in dates]
-    assert committed == json.loads(json.dumps(curve(rows, fired) | {"since": since}))
+    expected = curve(rows, fired) | {"since": since}
+    if "peers" in committed:  # Infinity and LitServe, from the committed peer report it names
+        expected["peers"] = peer_points(PROJECT_ROOT / committed["peers"]["source"])
+    assert committed == json.loads(json.dumps(expected))
+
+
+def peer_row(server: str, multiple: float, run: int, **given: Any) -> dict[str, Any]:
+    row = {
+        "server": server,
+        "scenario": f"open {multiple:g}× Poisson ({2 * multiple:.2f}/s, 60 s, 30 s timeout)",
+        "run": run,
+        "sent": 100,
+        "not_served_by": {"client_timeout": 40},
+        "p95_s": 29.0,
+        "served_in_window": 30,
+        "served_work_in_window": 0.5,
+        "offered_mean_chars": 60.0,
+        "served_mean_chars": 50.0,
+    }
+    return row | given
+
+
+def test_peers_are_drawn_from_their_open_streams_counted_within_the_window(tmp_path: Path) -> None:
+    """Infinity and LitServe beside ②③⑤: answers within the sending window over that run's capacity, p95 in its
+    reviews; the lab's own servers in the report, its bursts and rows from before the window was counted stay out."""
+    rows = [
+        peer_row("Infinity 0.0.78", 2.0, 1),
+        peer_row("Infinity 0.0.78", 2.0, 2, served_in_window=24, served_work_in_window=0.4),
+        peer_row("Infinity 0.0.78", 2.0, 3, served_in_window=36, served_work_in_window=0.6),
+        peer_row("LitServe 0.2.19", 0.5, 1, not_served_by={}, p95_s=2.0),
+        peer_row("lab ⑤ adaptive", 2.0, 1),  # the lab's paths come from bench.adaptive
+        peer_row("Infinity 0.0.78", 5.0, 1, served_in_window=None),  # before the window was counted
+        peer_row("LitServe 0.2.19", 2.0, 1, scenario="burst 12"),
+    ]
+    header = "Measured 2026-12-05 11:02–11:40 UTC on a host, every server pinned to core 1."
+    report = tmp_path / "peer-x.json"
+    report.write_text(json.dumps({"header": header, "capacity_per_s": 0.5, "rows": rows}), encoding="utf-8")
+    peers = peer_points(report)
+    assert (peers["date"], peers["time_utc"], peers["one_review_s"]) == ("2026-12-05", "11:02", 2.0)
+    assert [(p["path"], p["label"], p["multiple"], p["runs"]) for p in peers["streams"]] == [
+        ("infinity", "Infinity 0.0.78", 2.0, 3),
+        ("litserve", "LitServe 0.2.19", 0.5, 1),
+    ]
+    infinity = peers["streams"][0]
+    assert infinity["served_vs_capacity"] == 1.0  # 30 answers in 60 s at 0.5 a second
+    assert infinity["served_work"] == 0.5 and infinity["p95_reviews"] == 14.5  # 29 s at 2 s a review
+    assert (infinity["gave_up_share"], infinity["refused_share"]) == (0.4, 0.0)
+    assert "Infinity 0.0.78" in tables(
+        curve([stream_row("2026-12-05T10:00:00+00:00", 1, "adaptive", 2.0)], []) | {"peers": peers}
+    )
+
+
+def test_a_redraw_of_the_labs_paths_keeps_the_peers_the_figure_draws(tmp_path: Path) -> None:
+    report = tmp_path / "peer-x.json"
+    header = "Measured 2026-12-05 11:02 UTC."
+    rows = [peer_row("LitServe 0.2.19", 2.0, 1)]
+    report.write_text(json.dumps({"header": header, "capacity_per_s": 0.5, "rows": rows}), encoding="utf-8")
+    streams, bursts, out = tmp_path / "s.jsonl", tmp_path / "b.jsonl", tmp_path / "c.json"
+    streams.write_text(json.dumps(stream_row("2026-12-05T10:00:00+00:00", 1, "adaptive", 2.0)) + "\n", encoding="utf-8")
+    assert "peers" not in write(streams, bursts, out)
+    out.write_text(json.dumps({"peers": {"source": str(report)}}), encoding="utf-8")  # as a figure that drew them
+    assert write(streams, bursts, out)["peers"]["streams"][0]["path"] == "litserve"  # kept, without --peers
 
 
 def test_since_takes_every_run_from_then_on_with_their_bursts(tmp_path: Path) -> None:

@@ -1,21 +1,23 @@
 // ⑤'s note: "what does each way cost under a crowd?" Served per second, served work (each answer weighed by what
 // its review costs alone, kit/work.py), p95 of the served and the served reviews' length against the offered, for
 // the paths the benchmark compares (static/adaptive-curve.json, `python -m bench.adaptive`: medians of its
-// repeats), and what bursts of 12 and 50 got. Ratios, so no number here depends on the host's speed. A curve
+// repeats), Infinity and LitServe beside them where a peer report was drawn in (`--peers`, counted the same way),
+// and what bursts of 12 and 50 got. Ratios, so no number here depends on the host's speed. A curve
 // written before work was measured has no work or lengths: those panels and columns are left out.
 import { el, svgEl } from "./dom.js";
 import { pathNamed } from "./paths.js";
 import { drawYTicks, niceTicks } from "./ticks.js";
 
 const W = 320, H = 230, LEFT = 40, RIGHT = 12, TOP = 26, BOTTOM = 40;
-const COLORS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7"]; // Okabe-Ito, in the order the data lists paths
-const MARKS = ["circle", "square", "diamond", "triangle"]; // a shape each, so colour is never the only cue
+const COLORS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"]; // Okabe-Ito, in the data's order
+const MARKS = ["circle", "square", "diamond", "triangle", "down", "ring"]; // a shape each: colour is never the only cue
 
 function figure() {
   return document.getElementById("adaptive-curve");
 }
 
-const label = (name) => pathNamed(name)?.label ?? name;
+/** A lab path's label from the registry; a peer's point carries its own (the server's name and version). */
+const label = (point) => point.label ?? pathNamed(point.path)?.label ?? point.path;
 const times = (value, digits = 2) => `${Number(value.toFixed(digits))}배`;
 const pct = (share) => `${Math.round(share * 100)}%`;
 const known = (value) => value !== null && value !== undefined;
@@ -26,9 +28,12 @@ const lengthRatio = (p) => (known(p.served_mean_chars) && p.offered_mean_chars ?
 function mark(shape, x, y, color) {
   if (shape === "circle") return svgEl("circle", { cx: x, cy: y, r: 3.5, fill: color });
   if (shape === "square") return svgEl("rect", { x: x - 3.5, y: y - 3.5, width: 7, height: 7, fill: color });
-  const points = shape === "diamond"
-    ? [[x, y - 4.5], [x + 4.5, y], [x, y + 4.5], [x - 4.5, y]]
-    : [[x, y - 4.5], [x + 4.5, y + 4], [x - 4.5, y + 4]];
+  if (shape === "ring") return svgEl("circle", { cx: x, cy: y, r: 3.5, fill: "#fff", stroke: color, "stroke-width": 2 });
+  const points = {
+    diamond: [[x, y - 4.5], [x + 4.5, y], [x, y + 4.5], [x - 4.5, y]],
+    triangle: [[x, y - 4.5], [x + 4.5, y + 4], [x - 4.5, y + 4]],
+    down: [[x, y + 4.5], [x + 4.5, y - 4], [x - 4.5, y - 4]],
+  }[shape];
   return svgEl("polygon", { points: points.map((p) => p.join(",")).join(" "), fill: color });
 }
 
@@ -62,7 +67,7 @@ function panel({ key, title, unit, series, multiples, value, reference }) {
       dot.dataset.path = s.path;
       dot.dataset.multiple = String(p.multiple);
       dot.dataset.value = String(value(p));
-      dot.append(svgEl("title", {}, `${label(s.path)}, ${p.multiple}×: ${times(value(p))}`));
+      dot.append(svgEl("title", {}, `${s.label}, ${p.multiple}×: ${times(value(p))}`));
       svg.append(dot);
     }
   });
@@ -73,7 +78,7 @@ function bySeries(streams) {
   const series = [];
   for (const point of streams) {
     let s = series.find((t) => t.path === point.path);
-    if (!s) series.push((s = { path: point.path, points: [] }));
+    if (!s) series.push((s = { path: point.path, label: label(point), points: [] }));
     s.points.push(point);
   }
   return series;
@@ -89,7 +94,7 @@ function answer(series, multiple) {
     const served = known(p.served_work)
       ? `건수로 ${times(p.served_vs_capacity)}, 일로 ${times(p.served_work)}를 처리했고(답한 리뷰 평균 ${chars(p.served_mean_chars)}, 보낸 리뷰 평균 ${chars(p.offered_mean_chars)}),`
       : `${times(p.served_vs_capacity)}를 처리했고`;
-    return `${label(s.path)}는 하나씩일 때의 ${served} 받은 요청의 95%가 리뷰 한 건 시간의 ${times(p.p95_reviews, 1)} 안에 답을 받았습니다(${cost})`;
+    return `${s.label}는 하나씩일 때의 ${served} 받은 요청의 95%가 리뷰 한 건 시간의 ${times(p.p95_reviews, 1)} 안에 답을 받았습니다(${cost})`;
   });
   return `${multiple}배가 몰리면: ${parts.filter(Boolean).join("; ")}.`;
 }
@@ -108,14 +113,14 @@ function mixCaption(mix) {
   return `긴 리뷰(${(mix.long_chars ?? 0).toLocaleString("ko-KR")}자)를 ${pct(mix.long_share)} 섞었을 때 (반복 측정의 중간값, 리뷰 한 건 평균 ${mix.one_review_s}초)`;
 }
 
-function table(mix) {
+function table(mix, peers = []) {
   const has = carries(mix.streams);
   const heads = ["경로", "몰린 양", "건수 ÷ 하나씩",
     has.work ? "일 ÷ 하나씩" : null, has.length ? "평균 길이: 답함 / 보냄" : null,
     "95%가 답을 받은 시간 ÷ 리뷰 한 건", "바로 거절", "30초에 포기", has.late ? "약속보다 늦은 답 (모든 회)" : null].filter(Boolean);
   const head = el("tr", {}, ...heads.map((h) => el("th", { scope: "col" }, h)));
-  const rows = mix.streams.map((p) => el("tr", {},
-    el("th", { scope: "row" }, label(p.path)), el("td", {}, `${p.multiple}×`), el("td", {}, times(p.served_vs_capacity)),
+  const rows = [...mix.streams, ...peers].map((p) => el("tr", {},
+    el("th", { scope: "row" }, label(p)), el("td", {}, `${p.multiple}×`), el("td", {}, times(p.served_vs_capacity)),
     has.work ? el("td", {}, known(p.served_work) ? times(p.served_work) : "–") : null,
     has.length ? el("td", {}, `${chars(p.served_mean_chars)} / ${chars(p.offered_mean_chars)}`) : null,
     el("td", {}, p.p95_reviews === null ? "–" : times(p.p95_reviews, 1)), el("td", {}, pct(p.refused_share)), el("td", {}, pct(p.gave_up_share)),
@@ -128,12 +133,20 @@ function bursts(data) {
   const sizes = [...new Set(data.bursts.map((b) => b.burst))];
   const work = (b) => (known(b.served_work_reviews) ? `, 일로 리뷰 ${b.served_work_reviews}건 몫` : "");
   return sizes.map((size) => `한꺼번에 ${size}명: ` + data.bursts.filter((b) => b.burst === size)
-    .map((b) => `${label(b.path)} ${b.served}명 답${work(b)} (첫 답 ${b.first_answer_s ?? "–"}초, 마지막 ${b.slowest_served_s ?? "–"}초)`).join(", ")).join(". ");
+    .map((b) => `${label(b)} ${b.served}명 답${work(b)} (첫 답 ${b.first_answer_s ?? "–"}초, 마지막 ${b.slowest_served_s ?? "–"}초)`).join(", ")).join(". ");
+}
+
+/** Where Infinity's and LitServe's points come from, in Korean; "" when the figure has none. */
+function peersMeasured(peers) {
+  if (!peers?.streams?.length) return "";
+  return ` Infinity·LitServe는 ${peers.date} ${peers.time_utc} UTC에 같은 서버·같은 코어에서 따로 잰 값입니다` +
+    `(보내는 시간 안에 받은 답을 같은 방식으로 세고, 그 측정에서 잰 리뷰 한 건 ${peers.one_review_s}초에 대한 비율).`;
 }
 
 function render(data) {
-  const series = bySeries(data.streams);
-  const multiples = [...new Set(data.streams.map((p) => p.multiple))].sort((a, b) => a - b);
+  const peers = data.peers?.streams ?? [];
+  const series = bySeries([...data.streams, ...peers]);
+  const multiples = [...new Set([...data.streams, ...peers].map((p) => p.multiple))].sort((a, b) => a - b);
   const timeout = data.client_timeout_s / data.one_review_s;
   const has = carries(data.streams);
   const box = figure();
@@ -153,11 +166,11 @@ function render(data) {
     const swatch = svgEl("svg", { viewBox: "0 0 22 10", width: 22, height: 10, "aria-hidden": "true" });
     swatch.append(svgEl("line", { x1: 0, y1: 5, x2: 22, y2: 5, stroke: COLORS[i % COLORS.length], "stroke-width": 2 }));
     swatch.append(mark(MARKS[i % MARKS.length], 11, 5, COLORS[i % COLORS.length]));
-    return el("li", { dataset: { path: s.path } }, swatch, ` ${label(s.path)}`);
+    return el("li", { dataset: { path: s.path } }, swatch, ` ${s.label}`);
   }));
   box.querySelector(".curve-answer").textContent = answer(series, multiples[multiples.length - 1]);
   box.querySelector(".curve-bursts").textContent = data.bursts.length ? `${bursts(data)}.` : "";
-  box.querySelector(".curve-numbers").replaceChildren(table(data), ...(data.long_mixes ?? []).map(table));
+  box.querySelector(".curve-numbers").replaceChildren(table(data, peers), ...(data.long_mixes ?? []).map((m) => table(m)));
   const oneReview = data.cost_fit_samples
     ? `리뷰 한 건 ${data.one_review_s}초(보낸 리뷰들을 하나씩 처리할 때의 평균: 하나씩 잰 ${data.cost_fit_samples}건으로 토큰 수에 맞춘 식으로 계산)`
     : `리뷰 한 건 ${data.one_review_s}초(하나씩 보낸 중간값)`;
@@ -165,7 +178,7 @@ function render(data) {
   box.querySelector(".curve-measured small").textContent =
     `측정: ${data.date} ${data.time_utc} UTC, ${data.host_ko}, 코어 ${data.core}번 하나에 고정, 추론 스레드 1개. ` +
     `몰린 양마다 ${data.duration_s}초 동안 포아송 간격으로 보내고 ${data.client_timeout_s}초 뒤 포기하는 손님, ${data.runs}번 잰 중간값.${mixed} ` +
-    `${oneReview}. 상자가 아니라 이 서버의 코어에서 잰 값이라 비율로만 보여 줍니다.`;
+    `${oneReview}.${peersMeasured(data.peers)} 상자가 아니라 이 서버의 코어에서 잰 값이라 비율로만 보여 줍니다.`;
   box.dataset.state = "drawn";
 }
 
