@@ -103,9 +103,9 @@ class Settings(BaseSettings):
     # Path 5 (beyond the handout, docs/adaptive.md): a newcomer is promised a start within the target once the
     # queue stands, within twice the target while it drains (at the measured seconds per review), and an answer
     # within that plus its own review. The queue stands when newcomers found more than the target ahead for a
-    # whole interval, or one was refused; a crowd keeps classmates' places for an interval. 1.5 keeps a served
-    # review within 2.5 reviews' time once the queue stands.
-    adaptive_target_reviews: float = 1.5
+    # whole interval, or one was refused; a crowd's first moment lasts one target. 1.0 is the point chosen on
+    # the frontier of work against p95 (docs/adaptive.md): 1.5 served more work with a p95 past 3 reviews.
+    adaptive_target_reviews: float = 1.0
     adaptive_interval_reviews: float = 6.0
 
     # Path 4: tickets waiting beyond this are refused with 429.

@@ -346,7 +346,7 @@ async def test_each_paths_knobs_are_handed_to_its_own_owner_a_new_paths_too(monk
         assert retuned == [{"max_size": 5}, {"window_s": 0.05}] and isinstance(retuned[0]["max_size"], int)
         adaptive = lab.path("adaptive", AdaptiveGate)
         before = adaptive.target_s
-        lab.knobs.turn("adaptive_target_reviews", 3.0)  # from 1.5: a fraction-taking knob, passed as it is
+        lab.knobs.turn("adaptive_target_reviews", 2 * lab.settings.adaptive_target_reviews)  # taken as it is
         assert adaptive.target_s == pytest.approx(2 * before)
         extra = lab.path(EXTRA.name, LastInFirstOut)
         extra.depths.clear()

@@ -116,10 +116,11 @@ async def test_out_of_bounds_or_unknown_knobs_get_422(
 async def test_the_adaptive_paths_knobs_take_the_fractions_their_range_and_step_promise(open_lab_app: Opener) -> None:
     """⑤'s target showed 1.5 within 0.5-10, and refused 1.5 and 0.5 as "not a whole number"."""
     async with open_lab_app(GatedScorer(gated=False)) as (client, app):
-        per_review_s = app.state.lab.paths["adaptive"].target_s / 1.5
+        default = Settings().adaptive_target_reviews
+        per_review_s = app.state.lab.paths["adaptive"].target_s / default
         listed = {k["setting"]: k for k in (await client.get("/api/knobs")).json()["knobs"]}
         assert {k: listed["adaptive_target_reviews"][k] for k in ("value", "low", "high", "step")} == {
-            "value": 1.5,
+            "value": default,
             "low": 0.5,
             "high": 10,
             "step": 0.1,
@@ -167,7 +168,7 @@ async def test_a_restart_keeps_a_fraction_and_says_nothing_of_knobs_never_turned
         async with open_lab_app(GatedScorer(gated=False)) as (client, app):
             body = (await client.get("/api/knobs")).json()
     assert value(body, "adaptive_interval_reviews") == 1.5 and value(body, "limited_seats") == 6
-    assert value(body, "adaptive_target_reviews") == 1.5  # never turned: the default, as it was
+    assert value(body, "adaptive_target_reviews") == Settings().adaptive_target_reviews  # never turned: the default
     said = [r for r in caplog.records if r.name.startswith("app.knobs")]
     assert [r.levelno for r in said] == [logging.INFO], [r.getMessage() for r in said]
     line = said[0].getMessage()
