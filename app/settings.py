@@ -101,11 +101,14 @@ class Settings(BaseSettings):
     batch_max_wait_s: float = 0.0
 
     # Path 5 (beyond the handout, docs/adaptive.md): a newcomer is promised a start within the target once the
-    # queue stands, within twice the target while it drains (at the measured seconds per review), and an answer
+    # queue stands, within the drain bound while it drains (at the measured seconds per review), and an answer
     # within that plus its own review. The queue stands when newcomers found more than the target ahead for a
     # whole interval, or one was refused; a crowd's first moment lasts one target. 1.0 is the point chosen on
     # the frontier of work against p95 (docs/adaptive.md): 1.5 served more work with a p95 past 3 reviews.
     adaptive_target_reviews: float = 1.0
+    # While the queue drains: Poisson arrivals at half the lane's capacity overlap by chance, and 3 reviews took
+    # them all on 2026-12-05 (2 refused 5 of 45).
+    adaptive_drain_reviews: float = 3.0
     adaptive_interval_reviews: float = 6.0
 
     # Path 4: tickets waiting beyond this are refused with 429.

@@ -207,7 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--adaptive-target",
         type=float,
-        help="⑤'s target in reviews (LAB_ADAPTIVE_TARGET_REVIEWS) for every lab started: a point on the frontier",
+        help="⑤'s target in reviews (LAB_ADAPTIVE_TARGET_REVIEWS) for every lab started: a point on the frontier "
+        "(its drain bound: LAB_ADAPTIVE_DRAIN_REVIEWS in the environment; both go into every row)",
     )
     args = parser.parse_args(argv)
     if args.core is None:
@@ -218,7 +219,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--long-share: a share from 0 up to (not including) 1")
     if args.adaptive_target is not None:
         os.environ["LAB_ADAPTIVE_TARGET_REVIEWS"] = str(args.adaptive_target)  # the pinned labs inherit it
-    target_reviews = Settings().adaptive_target_reviews  # what every lab started here runs ⑤ with
+    bounds = Settings()  # what every lab started here runs ⑤ with
+    target = {"adaptive_target_reviews": bounds.adaptive_target_reviews}
+    target["adaptive_drain_reviews"] = bounds.adaptive_drain_reviews
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a `timeout` must still stop the pinned servers
     keep_off(args.core)
     started = datetime.now(UTC)
@@ -242,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
                 # The plain mean of the reviews measured one at a time (what capacity was before issue 45).
                 "measured_mean_s": round(meter.cost.measured_mean_s, 3),
                 "cost_fit": meter.cost.fit.row(),
-                "adaptive_target_reviews": target_reviews,
+                **target,
             }
             for multiple in args.multiples:
                 order = args.paths[run % len(args.paths) :] + args.paths[: run % len(args.paths)]  # each goes first
@@ -274,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
                         fired = burst(path, size, share, meter, args, Path(scratch))
                     line = {"date": started.isoformat(timespec="seconds"), "host": host, "path": path, "burst": size}
                     line |= {"run": run, "long_share": share, "long_chars": args.long_chars}
-                    line |= {"adaptive_target_reviews": target_reviews}
+                    line |= target
                     line |= {"one_review_s": round(one_s, 3), **fired, "seed": args.seed}
                     with args.bursts_out.open("a", encoding="utf-8") as out:
                         out.write(json.dumps(line, ensure_ascii=False) + "\n")

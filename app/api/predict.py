@@ -134,7 +134,7 @@ async def predict_batched(text: ReviewText, request: Request, response: Response
     summary="⑤ adaptive: admitted by measured queueing delay (beyond the handout)",
 )
 async def predict_adaptive(text: ReviewText, request: Request, response: Response) -> PredictionOut:
-    """Promised a start within twice {adaptive_target_reviews} reviews' time while the queue drains, within
+    """Promised a start within {adaptive_drain_reviews} reviews' time while the queue drains, within
     {adaptive_target_reviews} once it stands (CoDel-style), and an answer within that and its own review; refused at
     once when that or an earlier waiter's promise could not be kept, or when a student's second request in a crowd
     would take the place kept for a classmate not come yet. Newest first while it stands, never at an older one's

@@ -180,6 +180,8 @@ PATHS: tuple[PathSpec, ...] = (
         (
             Knob("adaptive_target_reviews", 0.5, 10, "reviews", 0.1, "서 있는 줄의 목표 (리뷰 건수 × 잰 처리 시간)",
                  "adaptive_target_reviews", retune="target_reviews"),
+            Knob("adaptive_drain_reviews", 1, 20, "reviews", 0.5, "빠지는 줄의 시작 약속 (리뷰 건수 × 잰 처리 시간)",
+                 "adaptive_drain_reviews", retune="drain_reviews"),
             Knob("adaptive_interval_reviews", 1, 60, "reviews", 0.1, "줄을 지켜보는 간격 (리뷰 건수 × 잰 처리 시간)",
                  "adaptive_interval_reviews", retune="interval_reviews"),
         ),

@@ -22,7 +22,7 @@ Tasks = list["asyncio.Task[Outcome]"]
 
 def gate_of(lane: InferenceLane, clock: Clock, *, target: float = 2, interval: float = 4) -> AdaptiveGate:
     """Target 2 reviews: while the queue drains a newcomer is promised a start within 4 reviews, once it stands 2."""
-    return AdaptiveGate(lane, target_reviews=target, interval_reviews=interval, now=clock)
+    return AdaptiveGate(lane, target_reviews=target, drain_reviews=2 * target, interval_reviews=interval, now=clock)
 
 
 async def admit(gate: AdaptiveGate, texts: list[str]) -> Tasks:
@@ -241,7 +241,7 @@ async def test_the_other_paths_held_work_is_ahead_of_a_newcomer(
 def test_a_review_longer_than_any_measured_is_never_predicted_under_its_characters(steady_lane: InferenceLane) -> None:
     """A curve fitted on short reviews alone runs under a long one's cost: past the longest measured, the
     characters' prediction is the floor (a review predicted short makes those behind it late)."""
-    gate = AdaptiveGate(steady_lane, target_reviews=2, interval_reviews=4, tokens=len, now=Clock())
+    gate = AdaptiveGate(steady_lane, target_reviews=2, drain_reviews=4, interval_reviews=4, tokens=len, now=Clock())
     for tokens in (10, 20, 30, 40, 10, 20):
         gate.learn(tokens, 0.1 + 0.001 * tokens)  # 0.1 s + 1 ms a token, as measured on short reviews
     by_chars = steady_lane.room.one(400)  # the lane's shared clock: 1 s a review here

@@ -39,9 +39,9 @@ async def test_adaptive_429_comes_at_once_with_reason_retry_after_and_server_tim
     lab_client: LabClientFactory,
 ) -> None:
     scorer = GatedScorer()
-    # The hints count the lane's default 1 s per review: a target of 1 review promises a start within 2 while the
-    # queue drains, to one running and two more (the third starts 2 s from now), not to a fourth (3 s).
-    async with lab_client(scorer, adaptive_target_reviews=1) as client:
+    # The hints count the lane's default 1 s per review: a drain bound of 2 reviews promises a start within 2 while
+    # the queue drains, to one running and two more (the third starts 2 s from now), not to a fourth (3 s).
+    async with lab_client(scorer, adaptive_target_reviews=1, adaptive_drain_reviews=2) as client:
         tasks = [asyncio.create_task(post(client, f"리뷰 {i}")) for i in range(3)]
 
         async def all_admitted() -> bool:
@@ -72,7 +72,7 @@ async def test_a_classmate_arriving_after_one_students_five_still_gets_a_place(l
     """Three places (a start within 2 reviews): a's five at once would take them all; a's repeats wait for the
     crowd's first moment, so b's one, arriving after all five, is admitted."""
     scorer = GatedScorer()
-    async with lab_client(scorer, adaptive_target_reviews=1) as client:
+    async with lab_client(scorer, adaptive_target_reviews=1, adaptive_drain_reviews=2) as client:
         mine = [
             asyncio.create_task(client.post(ROUTE, json={"text": f"a의 리뷰 {i}"}, headers=as_student("a")))
             for i in range(5)
