@@ -204,20 +204,25 @@ def test_the_cost_curve_draws_the_committed_medians_and_is_axe_clean(
     page.wait_for_selector("#adaptive-curve[data-state=drawn]", timeout=GUARD_MS)
     page.click("#adaptive-curve summary")  # the table of numbers, opened
     drawn = page.evaluate(READ_COST_CURVE)
+    peers = data.get("peers", {}).get("streams", [])  # Infinity and LitServe, drawn after the lab's paths
+    points = [*data["streams"], *peers]
     assert drawn["panels"]["served"] == [
-        {"path": p["path"], "multiple": p["multiple"], "value": p["served_vs_capacity"]} for p in data["streams"]
+        {"path": p["path"], "multiple": p["multiple"], "value": p["served_vs_capacity"]} for p in points
     ]
     assert drawn["panels"]["p95"] == [
         {"path": p["path"], "multiple": p["multiple"], "value": p["p95_reviews"]}
-        for p in data["streams"]
+        for p in points
         if p["p95_reviews"] is not None
     ]
     drawn_work = any(p.get("served_work") is not None for p in data["streams"])
     assert ("work" in drawn["panels"]) == ("length" in drawn["panels"]) == drawn_work  # a curve from before: 2 panels
-    assert drawn["legend"] == [LABELS[p] for p in dict.fromkeys(p["path"] for p in data["streams"])]
-    assert drawn["answer"].startswith(f"{max(p['multiple'] for p in data['streams']):g}배가 몰리면")
+    labels = {p["path"]: p.get("label") or LABELS[p["path"]] for p in points}
+    assert drawn["legend"] == list(labels.values())
+    assert drawn["answer"].startswith(f"{max(p['multiple'] for p in points):g}배가 몰리면")
+    assert all(label in drawn["answer"] for label in labels.values())
     assert drawn["width"] <= drawn["page"]  # fits a phone
-    assert [t["rows"] for t in drawn["tables"]] == [len(m["streams"]) for m in [data, *data.get("long_mixes", [])]]
+    rows = [len(data["streams"]) + len(peers)] + [len(m["streams"]) for m in data.get("long_mixes", [])]
+    assert [t["rows"] for t in drawn["tables"]] == rows
     assert serious(page) == []
     page.context.close()
 

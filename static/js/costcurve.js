@@ -9,7 +9,7 @@ import { pathNamed } from "./paths.js";
 import { drawYTicks, niceTicks } from "./ticks.js";
 
 const W = 320, H = 230, LEFT = 40, RIGHT = 12, TOP = 26, BOTTOM = 40;
-const COLORS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"]; // Okabe-Ito, in the data's order
+const COLORS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#8a6212", "#6a3d9a"]; // Okabe-Ito, then two darker for 3:1 on white
 const MARKS = ["circle", "square", "diamond", "triangle", "down", "ring"]; // a shape each: colour is never the only cue
 
 function figure() {
