@@ -214,6 +214,10 @@ class LessonRecord:
         self._trim(now)
         changed = Changes(list(dict.fromkeys(self._changed)), list(dict.fromkeys(self.roster.changed)), self._new_marks)
         self._changed, self.roster.changed, self._new_marks = [], [], []
+        if (changed.students or changed.marks) and not changed.entries:
+            # A nickname or a mark alone is news too: without a new version the feed sent nothing for it, and a
+            # view open before a student named themselves showed their key for the rest of the lesson.
+            self.version += 1
         return changed
 
     def since(self, version: int) -> list[Entry]:

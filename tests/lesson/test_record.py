@@ -175,3 +175,15 @@ def test_each_change_is_noted_as_it_happens_the_answer_before_its_head_goes_out(
     record.knob_turned(Change(1, "limited_seats", 4, 8, 123.0))
     assert [k for k, _ in noted] == ["s", "e", "e", "e", "s", "m"]
     assert noted[-2] == ("s", (KEY, 1, "민지")) and noted[-1][1][:3] == (1, "knob", 123.0)
+
+
+def test_a_nickname_in_a_tick_with_no_request_is_a_new_version_for_the_live_views() -> None:
+    """The feed sends a tick's changes only when the version moved: a student naming themselves before their first
+    request was taken and dropped, and the class view showed their key for the rest of the lesson."""
+    record = LessonRecord(max_requests=10, max_age_s=60)
+    record.take(time.time())
+    before = record.version
+    record.rename("a" * 22, "민지")
+    changes = record.take(time.time())
+    assert [s.name for s in changes.students] == ["민지"] and record.version == before + 1
+    assert record.take(time.time()).students == [] and record.version == before + 1  # nothing new: no version
