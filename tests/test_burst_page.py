@@ -155,7 +155,7 @@ def assert_bars_follow_server_timing(rows: list[Row]) -> None:
 
 
 def test_page_shows_random_weights_banner_live_box_and_links(page: Page) -> None:
-    assert page.is_visible("#weights-banner")
+    page.wait_for_selector("#weights-banner", state="visible")  # shown once /api/model has answered
     assert "의미 없음" in page.inner_text("#weights-banner")
     page.wait_for_function("document.getElementById('box-updated').textContent === '실시간'")
     assert "MiB" in page.inner_text("#box-memory")

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from kit.live import LiveServer, live_server, slowed
 from tests.browser import browser
@@ -40,6 +41,9 @@ def printed_token(server: LiveServer) -> str:
     found = re.search(r"/instructor\?token=(\S+)", server.log())
     assert found, "the box prints the instructor page's address at start-up"
     return found.group(1)
+
+
+LANE_WORDS = "lis => lis.map((li) => [li.dataset.student, li.innerText])"
 
 
 def student_page(browser: Browser, server: LiveServer) -> tuple[Page, str]:
@@ -105,10 +109,15 @@ def test_each_request_is_on_the_class_view_once_as_its_student_saw_it(
     assert start[0] == "start" and start[1].endswith("상자 켜짐")
     # Lanes stand in order of first arrival, which three pages firing one after another do not fix on a busy host;
     # a lane's words are redrawn on the view's next tick after its canvas, so they are waited for, not read once.
-    view.wait_for_function(
-        "[...document.querySelectorAll('#class-lanes li')].some((li) => li.innerText.startsWith('민지: 요청 8개'))",
-        timeout=GUARD_MS,
+    named_key = pages[0][1]
+    view.wait_for_selector(
+        f"#class-lanes li[data-student='{named_key}'][data-requests='8']", state="attached", timeout=GUARD_MS
     )
+    named_lane = f"document.querySelector(\"#class-lanes li[data-student='{named_key}']\")"
+    try:  # the nickname, as the class sees it (redrawn each tick)
+        view.wait_for_function(f"{named_lane}.innerText.startsWith('민지: 요청 8개')", timeout=GUARD_MS)
+    except PlaywrightTimeoutError:
+        pytest.fail(f"the named lane never said 민지: {view.eval_on_selector_all('#class-lanes li', LANE_WORDS)}")
     assert view.locator("#class-lanes li").count() == 4
     for path, refusals in stats["rejections"].items():
         tally = view.evaluate(READ_TALLY, path)
